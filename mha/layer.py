@@ -1,0 +1,165 @@
+"""The full multi-head attention layer, composed visibly from :mod:`mha.steps`.
+
+Shape legend: B batch, L query length, S key/value length, h heads
+(``n_heads``), d_model model width, d_k = d_model / h.
+
+``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O``,
+``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .checks import require_float_tensor, require_rank, require_same_dtype_device
+from .masks import normalize_mask
+from .steps import fused_attention, merge_heads, project, scaled_dot_product_attention, split_heads
+
+__all__ = ["MultiHeadAttention"]
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention as taught in the lecture, interchangeable with ``nn.MultiheadAttention``.
+
+    Args:
+        d_model: width of every token vector (lecture: 512).
+        n_heads: number of heads h (lecture: 8); must divide ``d_model``.
+        dropout: dropout probability on the attention weights (lecture: 0.1).
+        bias: whether the four Linear layers have a bias.
+        fused: when weights are not requested, use the fused
+            ``F.scaled_dot_product_attention`` kernel (same numbers, faster);
+            set to False to always run the explicit, step-by-step path.
+
+    Attributes:
+        W_q, W_k, W_v: the three input projections, each ``nn.Linear(d_model, d_model)``.
+        W_o: the final output projection ``nn.Linear(d_model, d_model)``.
+        d_k: width of one head, ``d_model // n_heads``.
+
+    Shapes:
+        query: (B, L, d_model); key, value: (B, S, d_model).
+        mask: bool (or 0/1), True = may attend; (L, S), (B, L, S), (B, 1, 1, S),
+        (B, 1, L, S) or (B, h, L, S). This is the *opposite* of the boolean
+        masks of ``nn.MultiheadAttention`` (True = ignore there); see
+        :mod:`mha.masks` for converters.
+        output: (B, L, d_model); weights (if requested): (B, h, L, S).
+
+    A query whose keys are all masked gets zero attention weights, so its
+    context vector is zero and its output is ``W_o``'s bias. Never NaN.
+
+    Example:
+        >>> layer = MultiHeadAttention(d_model=512, n_heads=8)
+        >>> x = torch.randn(2, 4, 512)
+        >>> layer(x, x, x).shape
+        torch.Size([2, 4, 512])
+    """
+
+    def __init__(self, d_model: int = 512, n_heads: int = 8, dropout: float = 0.1, bias: bool = True, fused: bool = True):
+        super().__init__()
+        if not isinstance(d_model, int) or not isinstance(n_heads, int) or d_model < 1 or n_heads < 1:
+            raise TypeError(f"d_model and n_heads must be positive ints, got d_model={d_model!r}, n_heads={n_heads!r}")
+        if d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads} "
+                f"({d_model} / {n_heads} = {d_model / n_heads:.3g} is not a whole head width d_k)"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.fused = fused
+        # Step 2: three Linear projections, d_model -> d_model
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        # Step 6: the final Linear W^O
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Run the six steps.
+
+        Args:
+            query: (B, L, d_model)
+            key: (B, S, d_model)
+            value: (B, S, d_model)
+            mask: optional, True/1 = may attend, broadcastable to (B, h, L, S).
+            need_weights: also return the per-head attention weights.
+
+        Returns:
+            output (B, L, d_model); with ``need_weights=True`` the tuple
+            ``(output, weights)`` with weights (B, h, L, S).
+        """
+        self._check_inputs(query, key, value)
+        B, L, _ = query.shape
+        S = key.shape[1]
+        if mask is not None:
+            mask = normalize_mask(mask, B, self.n_heads, L, S, device=query.device)
+        # Step 2: Linear projections (shape unchanged)
+        q = project(query, self.W_q)  # (B, L, d_model)
+        k = project(key, self.W_k)  # (B, S, d_model)
+        v = project(value, self.W_v)  # (B, S, d_model)
+        # Step 3: split heads
+        q = split_heads(q, self.n_heads)  # (B, h, L, d_k)
+        k = split_heads(k, self.n_heads)  # (B, h, S, d_k)
+        v = split_heads(v, self.n_heads)  # (B, h, S, d_k)
+        # Step 4: scaled dot-product attention, all heads in parallel
+        heads, weights = self._attend(q, k, v, mask, need_weights)  # (B, h, L, d_k)
+        # Step 5: Concat
+        concat = merge_heads(heads)  # (B, L, d_model)
+        # Step 6: final Linear W^O
+        output = project(concat, self.W_o)  # (B, L, d_model)
+        return (output, weights) if need_weights else output
+
+    def _attend(self, q, k, v, mask, need_weights):
+        """Step 4 on split heads; returns ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``."""
+        if self.fused and not need_weights:
+            p = self.dropout.p if self.training else 0.0
+            return fused_attention(q, k, v, mask, dropout_p=p), None
+        return scaled_dot_product_attention(q, k, v, mask, dropout=self.dropout)
+
+    def _check_inputs(self, query, key, value) -> None:
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            require_float_tensor(t, name)
+        require_rank(query, 3, "query", "(B, L, d_model)")
+        require_rank(key, 3, "key", "(B, S, d_model)")
+        require_rank(value, 3, "value", "(B, S, d_model)")
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must have last dim d_model={self.d_model}, got shape {tuple(t.shape)}"
+                )
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(
+                f"key and value must have the same (B, S), got key {tuple(key.shape)} and value {tuple(value.shape)}"
+            )
+        if query.shape[0] != key.shape[0]:
+            raise ValueError(
+                f"query and key must have the same batch size B, got query {tuple(query.shape)} and key {tuple(key.shape)}"
+            )
+        param = self.W_q.weight
+        require_same_dtype_device({"query": query, "key": key, "value": value, "the layer's weights": param})
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}, fused={self.fused}"
+
+    # Interop with torch.nn.MultiheadAttention
+    @classmethod
+    def from_torch(cls, reference: nn.MultiheadAttention) -> "MultiHeadAttention":
+        """Build a layer with the same weights as a ``torch.nn.MultiheadAttention``."""
+        from .interop import from_torch
+
+        return from_torch(reference)
+
+    def to_torch(self) -> nn.MultiheadAttention:
+        """Return an ``nn.MultiheadAttention(batch_first=True)`` with the same weights."""
+        from .interop import to_torch
+
+        return to_torch(self)

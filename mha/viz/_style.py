@@ -1,0 +1,19 @@
+"""Shared colours and helpers for the figures."""
+from __future__ import annotations
+
+import matplotlib
+
+HEAD_COLORS = [matplotlib.colormaps["tab10"](i) for i in range(10)]
+CMAP = "viridis"
+
+
+def head_color(i: int):
+    """Colour of head i, reused by every figure so a head keeps its colour."""
+    return HEAD_COLORS[i % len(HEAD_COLORS)]
+
+
+def to_numpy(t):
+    """Detach a tensor (or pass through an array) as a float numpy array."""
+    if hasattr(t, "detach"):
+        t = t.detach().cpu().float().numpy()
+    return t

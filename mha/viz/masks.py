@@ -1,0 +1,42 @@
+"""Masks drawn as pictures: white = may attend, dark = masked."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.colors import ListedColormap
+
+from ._style import to_numpy
+
+
+def plot_mask(mask, row_labels=None, col_labels=None, title=None, ax=None):
+    """Draw an (L, S) boolean mask (True = may attend) as a grid of squares.
+
+    Returns:
+        The matplotlib ``Axes``.
+    """
+    m = to_numpy(mask).astype(float)
+    while m.ndim > 2:  # (B, 1, 1, S) or (1, 1, L, S): take the first of each leading axis
+        m = m[0]
+    if m.ndim == 1:
+        m = m[None, :]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 1.5, 0.5 * m.shape[0] + 1.2))
+    ax.imshow(m, cmap=ListedColormap(["#333333", "#ffffff"]), vmin=0, vmax=1)
+    ax.set_xticks(range(m.shape[1]))
+    ax.set_yticks(range(m.shape[0]))
+    if col_labels is not None:
+        ax.set_xticklabels(col_labels, rotation=45, ha="right")
+    if row_labels is not None:
+        ax.set_yticklabels(row_labels)
+    ax.set_xticks([x - 0.5 for x in range(1, m.shape[1])], minor=True)
+    ax.set_yticks([y - 0.5 for y in range(1, m.shape[0])], minor=True)
+    ax.grid(which="minor", color="#999999", linewidth=0.8)
+    ax.tick_params(which="minor", length=0)
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            ax.text(j, i, "1" if m[i, j] else "0", ha="center", va="center", fontsize=8,
+                    color="black" if m[i, j] else "white")
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title:
+        ax.set_title(title)
+    return ax

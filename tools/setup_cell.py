@@ -1,0 +1,80 @@
+"""The Colab setup cell that opens every notebook, derived from ``_config.yml``.
+
+The repository URL lives in one place, ``repository.url`` in ``_config.yml``.
+Run ``python tools/setup_cell.py`` after changing it: every notebook's first
+cell is rewritten to match. ``tests/test_notebooks_meta.py`` fails when a
+notebook's first cell disagrees with what this module renders.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DIST_NAME = "mha-course"
+TITLE = "# @title 环境准备：在 Colab 中安装课程包 mha（本地运行时什么也不做） { display-mode: \"form\" }"
+
+
+def read_repository() -> tuple[str, str]:
+    """Return ``(url, branch)`` from ``_config.yml`` (a tiny reader: no YAML dependency needed)."""
+    url = branch = None
+    in_repo = False
+    for line in (ROOT / "_config.yml").read_text(encoding="utf-8").splitlines():
+        if not line.startswith(" ") and line.strip():
+            in_repo = line.startswith("repository:")
+            continue
+        key, _, value = line.strip().partition(":")
+        if in_repo and key == "url":
+            url = value.strip()
+        if in_repo and key == "branch":
+            branch = value.strip()
+    if not url or not branch:
+        raise ValueError("_config.yml must set repository.url and repository.branch")
+    return url, branch
+
+
+def setup_cell_source(url: str, branch: str) -> str:
+    """The exact source of the setup cell for a repository ``url`` and ``branch``."""
+    return "\n".join([
+        TITLE,
+        "import subprocess, sys",
+        "if \"google.colab\" in sys.modules:  # only in Colab: install mha, keep Colab's own torch",
+        f"    REPO = \"git+{url}@{branch}\"",
+        f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"--no-deps\", f\"{DIST_NAME} @ {{REPO}}\"], check=True)",
+    ])
+
+
+def setup_cell() -> dict:
+    """The setup cell as an nbformat code-cell dict (hidden on the site and in Colab's form view)."""
+    url, branch = read_repository()
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {"cellView": "form", "tags": ["hide-input"]},
+        "outputs": [],
+        "source": setup_cell_source(url, branch),
+    }
+
+
+def rewrite(path: pathlib.Path) -> bool:
+    """Make ``path``'s first cell the setup cell; return True if the file changed."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    want = setup_cell()
+    cells = nb["cells"]
+    first = cells[0] if cells else None
+    if first is not None and first["cell_type"] == "code" and "".join(first["source"]).startswith("# @title 环境准备"):
+        if "".join(first["source"]) == want["source"] and first["metadata"].get("cellView") == "form":
+            return False
+        want["execution_count"] = first.get("execution_count")
+        cells[0] = want
+    else:
+        cells.insert(0, want)
+    path.write_text(json.dumps(nb, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return True
+
+
+if __name__ == "__main__":
+    changed = [p for p in sorted((ROOT / "book").glob("*.ipynb")) if rewrite(p)]
+    print("rewrote:", *[p.name for p in changed] or ["nothing"])
+    sys.exit(0)
