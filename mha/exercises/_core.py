@@ -137,8 +137,8 @@ def results(chapter: str) -> dict:
     return {k: v[1] for k, v in _REGISTRY[chapter].items()}
 
 
-def summary(chapter: str) -> dict:
-    """Print which of a chapter's exercises pass, and return :func:`results`."""
+def summary(chapter: str) -> None:
+    """Print which of a chapter's exercises pass (use :func:`results` for the data)."""
     res = results(chapter)
     marks = {"pass": PASS, "fail": FAIL, "todo": TODO, None: "· 未运行"}
     print(f"本章练习（{chapter}）：")
@@ -146,7 +146,6 @@ def summary(chapter: str) -> dict:
         print(f"  {marks[res[exercise_id]]}  {exercise_id} {title}")
     n_pass = sum(1 for s in res.values() if s == "pass")
     print(f"通过 {n_pass} / {len(res)}")
-    return res
 
 
 def finite(x: float) -> bool:

@@ -1,2 +1,287 @@
-"""Checkers for chapter 02 (filled in with the chapter)."""
-__all__: list[str] = []
+"""Checkers for chapter 02, Q、K、V 从哪里来.
+
+2.1 implement sinusoidal positional encoding (a function)
+2.2 predict the shapes of cross-attention (a dict of tuples)
+2.3 pick Q, K, V and the mask for each of the Transformer's three MHA blocks (a function)
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..positional import sinusoidal_positional_encoding
+from ._core import Mistake, NotDone, call, checker, expect_tensor, is_stub
+
+__all__ = ["check_positional_encoding", "check_cross_attention_shapes", "check_block_inputs"]
+
+
+# ---------------------------------------------------------------- 2.1
+PE_CASES = [(4, 6), (10, 8), (7, 16), (5, 4), (3, 10)]
+
+
+def _pe_variant(L: int, d_model: int, *, base=10000.0, swap=False, exponent="2i", halves=False,
+                multiply=False, start=0) -> torch.Tensor:
+    """The reference and its typical wrong cousins, so a wrong answer can be named."""
+    pos = torch.arange(start, start + L, dtype=torch.float64)[:, None]  # (L, 1)
+    j = torch.arange(d_model, dtype=torch.float64)  # dimension index 0..d_model-1
+    two_i = {"2i": 2 * (j // 2), "j": j, "i": j // 2}[exponent]
+    scale = base ** (two_i / d_model)
+    angle = pos * scale if multiply else pos / scale  # (L, d_model)
+    if halves:  # sin in the first half, cos in the second half, frequencies 2i/d over the half
+        half = d_model // 2
+        k = torch.arange(half, dtype=torch.float64)
+        a = pos / base ** (2 * k / d_model)  # (L, half)
+        return torch.cat([torch.sin(a), torch.cos(a)], dim=-1)
+    even = (j % 2 == 0)
+    if swap:
+        even = ~even
+    return torch.where(even, torch.sin(angle), torch.cos(angle))  # (L, d_model)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.allclose(a, b, atol=1e-4, rtol=1e-4)
+
+
+@checker("ch02", "2.1", "实现正弦位置编码")
+def check_positional_encoding(fn):
+    """``fn(L, d_model) -> (L, d_model)`` tensor: PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(...)."""
+    for L, d_model in PE_CASES:
+        out = expect_tensor(call(fn, L, d_model, what="positional_encoding"), f"positional_encoding({L}, {d_model})")
+        if not out.is_floating_point():
+            raise Mistake(f"positional_encoding({L}, {d_model}) 的 dtype 是 {out.dtype}；sin/cos 的值是小数，要用浮点张量")
+        shape = tuple(out.shape)
+        if shape == (d_model, L) and L != d_model:
+            raise Mistake(f"形状应该是 (L, d_model) = {(L, d_model)}，实际是 {shape}：行和列放反了，每一行是一个位置")
+        if shape == (1, L, d_model):
+            raise Mistake(f"形状应该是 (L, d_model) = {(L, d_model)}，实际是 {shape}：多了一个 batch 维；"
+                          "位置编码对每句话都一样，加到 (B, L, d_model) 的嵌入上时会自动广播")
+        if shape != (L, d_model):
+            raise Mistake(f"positional_encoding({L}, {d_model}) 的形状应该是 {(L, d_model)}，实际是 {shape}")
+        got = out.detach().double()
+        if _close(got, _pe_variant(L, d_model)):
+            continue
+        named = [
+            (dict(swap=True), "sin 和 cos 放反了：偶数维（0, 2, 4, ...）用 sin，奇数维（1, 3, 5, ...）用 cos"),
+            (dict(exponent="j"), "指数用了维度编号 j 而不是 2i：一对相邻维度 2i 和 2i+1 共用同一个频率 10000^(2i/d_model)"),
+            (dict(exponent="i"), "指数用了 i/d_model 而不是 2i/d_model：i 是第几对，指数里要乘 2"),
+            (dict(halves=True), "把 sin 放在前一半、cos 放在后一半（拼接），而课程的公式是交错排列：偶数维 sin、奇数维 cos"),
+            (dict(multiply=True), "pos 乘上了 10000^(2i/d_model)，应该是除以它（频率随维度变小，波长变长）"),
+            (dict(start=1), "位置从 1 开始数了：第一个 token 的位置是 pos = 0，所以第 0 行应是 [0, 1, 0, 1, ...]"),
+        ]
+        named += [(dict(base=b), f"底数写成了 {b:g}，公式里是 10000") for b in (1000.0, 100.0, 10.0, 100000.0, math.e)]
+        for kwargs, message in named:
+            if _close(got, _pe_variant(L, d_model, **kwargs)):
+                raise Mistake(message)
+        first = torch.tensor([0.0, 1.0] * (d_model // 2), dtype=torch.float64)
+        hint = ("第 0 行（pos = 0）应该是 [0, 1, 0, 1, ...]" if not _close(got[0], first)
+                else "第 0 行对了；检查频率 1 / 10000^(2i/d_model)")
+        diff = (got - _pe_variant(L, d_model)).abs().max().item()
+        raise Mistake(f"positional_encoding({L}, {d_model}) 的形状对了，但数值不对（最大误差 {diff:.3g}）。提示：{hint}")
+
+
+# ---------------------------------------------------------------- 2.2
+CROSS_QUESTION = {"B": 2, "L": 3, "S": 5, "d_model": 8, "n_heads": 2}
+
+
+def _as_shape(answer, what: str) -> tuple:
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, (tuple, list, torch.Size)):
+        raise Mistake(f"{what} 要写成一个 tuple，例如 (1, 2, 3)，却收到了 {type(answer).__name__}")
+    if any(isinstance(n, bool) or not isinstance(n, int) for n in answer):
+        raise Mistake(f"{what} 里的每一项都要是整数，却收到了 {answer!r}")
+    return tuple(answer)
+
+
+@checker("ch02", "2.2", "预测交叉注意力的形状")
+def check_cross_attention_shapes(answer):
+    """``answer = {"output": (...), "weights": (...)}`` for MultiHeadAttention(8, 2) with a decoder query
+    (2, 3, 8) and encoder key = value (2, 5, 8), called with ``need_weights=True``."""
+    from ..layer import MultiHeadAttention
+
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict):
+        raise Mistake(f'答案应该是字典 {{"output": (...), "weights": (...)}}，却收到了 {type(answer).__name__}')
+    missing = [k for k in ("output", "weights") if k not in answer]
+    if missing:
+        raise Mistake(f'字典里缺少键 {missing}；需要 "output" 和 "weights" 两个键')
+    out_shape = _as_shape(answer["output"], 'answer["output"]')
+    w_shape = _as_shape(answer["weights"], 'answer["weights"]')
+    B, L, S, d, h = (CROSS_QUESTION[k] for k in ("B", "L", "S", "d_model", "n_heads"))
+    layer = MultiHeadAttention(d, h).eval()
+    q, kv = torch.randn(B, L, d), torch.randn(B, S, d)
+    with torch.no_grad():
+        out, w = layer(q, kv, kv, need_weights=True)  # the truth is computed, not typed in
+    if out_shape == (B, S, d):
+        raise Mistake(f'answer["output"] = {out_shape}：输出的长度跟着 query 走（L = {L}，解码器这边），'
+                      f"不是 key/value 的长度 S = {S}；每个 query 位置得到一个输出向量")
+    if out_shape == (B, h, L, d // h):
+        raise Mistake(f'answer["output"] = {out_shape} 是分头之后的中间形状；Concat 和最终 Linear 之后宽度回到 d_model = {d}')
+    if out_shape != tuple(out.shape):
+        raise Mistake(f'answer["output"] = {out_shape} 不对。提示：输出有几行，取决于 Q 还是 K？')
+    if w_shape == (B, h, S, L):
+        raise Mistake(f'answer["weights"] = {w_shape}：L 和 S 放反了；权重的每一行属于一个 query（L = {L} 行），'
+                      f"每一列属于一个 key（S = {S} 列）")
+    if w_shape in ((B, L, S), (B, S, L)):
+        raise Mistake(f'answer["weights"] = {w_shape} 少了头的维度：每个头都有自己的一张 (L, S) 权重表，共 h = {h} 张')
+    if w_shape in ((B, h, L, L), (B, h, S, S)):
+        raise Mistake(f'answer["weights"] = {w_shape} 是方阵，那是自注意力才有的；交叉注意力里 query 有 L = {L} 个、'
+                      f"key 有 S = {S} 个")
+    if w_shape != tuple(w.shape):
+        raise Mistake(f'answer["weights"] = {w_shape} 不对。提示：(B, h, 行数 = query 个数, 列数 = key 个数)')
+
+
+# ---------------------------------------------------------------- 2.3
+BLOCKS = ("encoder_self", "decoder_masked_self", "decoder_cross")
+
+
+def _block_case(B: int, S: int, L: int, d_model: int, src_lengths, tgt_lengths):
+    """Random, pairwise different tensors for one check, and the masks the student may pick from."""
+    enc_x = torch.randn(B, S, d_model)
+    dec_x = torch.randn(B, L, d_model)
+    enc_out = torch.randn(B, S, d_model)
+    src_padding = (torch.arange(S)[None, :] < torch.tensor(src_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, S)
+    tgt_padding = (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, L)
+    causal = torch.ones(L, L, dtype=torch.bool).tril()  # (L, L)
+    masks = {"src_padding": src_padding, "tgt_padding": tgt_padding, "causal": causal}
+    return enc_x, dec_x, enc_out, masks
+
+
+def _same(a, b) -> bool:
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
+
+
+def _which(t, tensors: dict) -> str | None:
+    for name, ref in tensors.items():
+        if _same(t, ref):
+            return name
+    return None
+
+
+def _as_full_mask(mask, B, Lq, Sk, block) -> torch.Tensor | None:
+    """The student's mask broadcast to (B, Lq, Sk) bool, or None for 'no mask'."""
+    if mask is None:
+        return None
+    if not isinstance(mask, torch.Tensor):
+        raise Mistake(f"{block}：掩码应该是张量（或 None），却是 {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        mask = mask != 0
+    m = mask
+    if m.dim() == 4:
+        if m.shape[1] != 1:
+            raise Mistake(f"{block}：掩码的形状 {tuple(mask.shape)} 第 1 维应该是 1（所有头共用一个掩码）")
+        m = m[:, 0]
+    try:
+        return torch.broadcast_to(m, (B, Lq, Sk))
+    except RuntimeError:
+        raise Mistake(f"{block}：掩码的形状 {tuple(mask.shape)} 无法广播到 (B, 1, L_q, S_k) = {(B, 1, Lq, Sk)}；"
+                      f"这个块的 query 有 {Lq} 个、key 有 {Sk} 个") from None
+
+
+def _reference_block(block, enc_x, dec_x, enc_out, masks):
+    if block == "encoder_self":
+        return enc_x, enc_x, enc_x, masks["src_padding"]
+    if block == "decoder_masked_self":
+        return dec_x, dec_x, dec_x, masks["tgt_padding"] & masks["causal"]
+    return dec_x, enc_out, enc_out, masks["src_padding"]
+
+
+@checker("ch02", "2.3", "为三个多头注意力块选输入和掩码")
+def check_block_inputs(fn):
+    """``fn(block, enc_x, dec_x, enc_out, masks) -> (query, key, value, mask)`` for the three blocks.
+
+    ``enc_x``: encoder input after Embedding + PE, (B, S, d_model); ``dec_x``: decoder-side input, (B, L, d_model);
+    ``enc_out``: encoder output, (B, S, d_model); ``masks``: dict with ``src_padding`` (B, 1, 1, S),
+    ``tgt_padding`` (B, 1, 1, L) and ``causal`` (L, L), all True = may attend.
+    """
+    from ..layer import MultiHeadAttention
+
+    cases = [(2, 5, 3, 8, [5, 3], [3, 2]), (1, 4, 6, 6, [3], [4]), (3, 6, 4, 4, [6, 2, 4], [4, 1, 3])]
+    for B, S, L, d_model, src_lengths, tgt_lengths in cases:
+        enc_x, dec_x, enc_out, masks = _block_case(B, S, L, d_model, src_lengths, tgt_lengths)
+        tensors = {"enc_x": enc_x, "dec_x": dec_x, "enc_out": enc_out}
+        for block in BLOCKS:
+            masks_copy = {k: v.clone() for k, v in masks.items()}
+            out = call(fn, block, enc_x, dec_x, enc_out, masks_copy, what=f'your_function("{block}", ...)')
+            if is_stub(out):
+                raise NotDone()
+            if not isinstance(out, (tuple, list)) or len(out) != 4:
+                raise Mistake(f'your_function("{block}", ...) 应该返回 4 项 (query, key, value, mask)，'
+                              f"却返回了 {type(out).__name__}" + (f"（{len(out)} 项）" if isinstance(out, (tuple, list)) else ""))
+            q, k, v, mask = out
+            for name, t in (("query", q), ("key", k), ("value", v)):
+                if is_stub(t):
+                    raise NotDone()
+                if not isinstance(t, torch.Tensor):
+                    raise Mistake(f"{block}：{name} 应该是张量，却是 {type(t).__name__}")
+            src = {name: _which(t, tensors) for name, t in (("query", q), ("key", k), ("value", v))}
+            for name, got in src.items():
+                if got is None:
+                    raise Mistake(f"{block}：{name} 不是 enc_x、dec_x、enc_out 中的任何一个；"
+                                  "三个块的 Q、K、V 都是直接选用现成的张量，不用再做计算（投影在层内部做）")
+            if not all(torch.equal(masks_copy[n], masks[n]) for n in masks):
+                raise Mistake(f"{block}：你的函数原地修改了 masks 里的掩码（例如用了 &=）；请生成新的张量")
+            rq, rk, rv, rmask = _reference_block(block, enc_x, dec_x, enc_out, masks)
+            want = {"query": _which(rq, tensors), "key": _which(rk, tensors), "value": _which(rv, tensors)}
+            if src != want:
+                got_s = f"Q={src['query']}, K={src['key']}, V={src['value']}"
+                want_s = f"Q={want['query']}, K={want['key']}, V={want['value']}"
+                if block == "encoder_self" and set(src.values()) == {"dec_x"}:
+                    msg = ("这是编码器的自注意力：Q、K、V 都来自编码器的输入 Inputs（Embedding + 位置编码）；"
+                           "讲义在这里把它写成了“解码器”，那是笔误")
+                elif block == "decoder_cross" and src["query"] == "enc_out" and src["key"] == "dec_x":
+                    msg = "Q 和 K/V 的来源放反了：交叉注意力里，解码器提问（Q），编码器的输出提供 K 和 V"
+                elif block == "decoder_cross" and set(src.values()) == {"dec_x"}:
+                    msg = "这样就成了解码器的自注意力；交叉注意力的 K 和 V 来自编码器的输出 enc_out"
+                elif block == "decoder_cross" and src["key"] == "enc_x":
+                    msg = "K 和 V 应来自编码器的输出 enc_out（已经看过整句的表示），而不是编码器的输入 enc_x"
+                elif block == "decoder_masked_self" and "enc_out" in src.values():
+                    msg = "解码器的第一个块是自注意力：Q、K、V 全都来自解码器这边的 dec_x；用到编码器输出的是第二个块（交叉注意力）"
+                elif src["key"] != src["value"]:
+                    msg = "K 和 V 应该来自同一个张量：每个 key 对应一个 value，两者成对出现"
+                else:
+                    msg = "输入选错了"
+                raise Mistake(f"{block}：你选的是 {got_s}，应该是 {want_s}。{msg}")
+            Lq, Sk = q.shape[1], k.shape[1]
+            if block == "decoder_cross" and isinstance(mask, torch.Tensor) and mask.dim() >= 1 and mask.shape[-1] == L != S:
+                raise Mistake(f"decoder_cross：用了解码器这边的掩码（最后一维长 L = {L}）；交叉注意力的 key 是编码器的 "
+                              f"S = {S} 个位置，要用 src_padding")
+            got_m = _as_full_mask(mask, B, Lq, Sk, block)
+            want_m = _as_full_mask(rmask, B, Lq, Sk, block)
+            if got_m is not None and torch.equal(got_m, want_m):
+                pass
+            elif got_m is not None and torch.equal(got_m, ~want_m):
+                raise Mistake(f"{block}：掩码的真假反了：本课约定 True（1）= 可以看，False（0）= 被屏蔽")
+            elif block == "encoder_self":
+                if got_m is None:
+                    raise Mistake("encoder_self：忘了 padding 掩码，PAD 会被当成真正的词参与注意力")
+                if torch.equal(got_m, want_m & masks["causal"].new_ones(S, S).tril()):
+                    raise Mistake("encoder_self：编码器不需要因果掩码，整句话一开始就都在，每个词都可以看所有（非 PAD 的）词")
+                raise Mistake("encoder_self：掩码不对，编码器自注意力只屏蔽源序列里的 PAD（用 src_padding）")
+            elif block == "decoder_masked_self":
+                pad = _as_full_mask(masks["tgt_padding"], B, Lq, Sk, block)
+                causal = _as_full_mask(masks["causal"], B, Lq, Sk, block)
+                if got_m is None:
+                    raise Mistake("decoder_masked_self：没有掩码；这个块既要因果掩码（不能偷看后面的词），也要 padding 掩码")
+                if torch.equal(got_m, causal):
+                    raise Mistake("decoder_masked_self：只有因果掩码，漏了 padding 掩码（tgt_padding）；要用 & 把两个掩码合起来")
+                if torch.equal(got_m, pad):
+                    raise Mistake("decoder_masked_self：只有 padding 掩码，漏了因果掩码：生成第 t 个词时不能偷看后面的词")
+                if torch.equal(got_m, pad | causal):
+                    raise Mistake("decoder_masked_self：用 | （或）合并了两个掩码；两个都允许才能看，应该用 &（与）")
+                raise Mistake("decoder_masked_self：掩码不对，应该是 tgt_padding & causal")
+            else:
+                if got_m is None:
+                    raise Mistake("decoder_cross：忘了掩码；编码器那边的 PAD 不应被解码器看到（用 src_padding）")
+                raise Mistake("decoder_cross：掩码不对；交叉注意力的 key 是编码器的位置，只需要源序列的 padding 掩码 "
+                              "src_padding，不需要因果掩码")
+            layer = MultiHeadAttention(d_model, 2).eval()
+            try:
+                with torch.no_grad():
+                    y = layer(q, k, v, mask)
+            except (TypeError, ValueError) as e:
+                raise Mistake(f"{block}：把你的 (query, key, value, mask) 交给 MultiHeadAttention 时出错：{e}") from None
+            if tuple(y.shape) != (B, Lq, d_model):
+                raise Mistake(f"{block}：输出形状应该是 {(B, Lq, d_model)}，实际是 {tuple(y.shape)}")

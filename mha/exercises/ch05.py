@@ -1,2 +1,228 @@
-"""Checkers for chapter 05 (filled in with the chapter)."""
-__all__: list[str] = []
+"""Checkers for chapter 05, 步骤 4：并行 Attention.
+
+* 5.1 predict the shape of the scores ``Q K^T / sqrt(d_k)`` when L != S;
+* 5.2 predict the variance of a dot product before and after the scale;
+* 5.3 implement scaled dot-product attention with a mask.
+
+Decision for 5.3 (documented in the notebook too): a query row whose keys are
+*all* masked may come out as zeros (what :func:`mha.scaled_dot_product_attention`
+returns) or as the plain average of the values (what the lecture's
+``masked_fill(mask == 0, -1e9)`` gives). NaN is not accepted: it spreads through
+every later layer and turns the loss into NaN.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..masks import causal_mask, padding_mask_from_lengths
+from ..steps import scaled_dot_product_attention
+from ._core import Mistake, NotDone, call, checker, expect_close, expect_shape, expect_tensor, is_stub
+
+__all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention"]
+
+
+def as_shape(answer, what: str) -> tuple:
+    """Turn a tuple / list / torch.Size of ints into a tuple; stubs -> NotDone, anything else -> Mistake."""
+    if is_stub(answer):
+        raise NotDone()
+    if isinstance(answer, torch.Size):
+        return tuple(answer)
+    if not isinstance(answer, (tuple, list)):
+        raise Mistake(f"{what} 应该写成一个整数元组，例如 (1, 2, 3)，却收到了 {type(answer).__name__}")
+    if any(is_stub(a) for a in answer):
+        raise NotDone()
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in answer):
+        raise Mistake(f"{what} 的每一项都应该是整数，收到的是 {answer!r}")
+    return tuple(answer)
+
+
+def as_number(x, what: str) -> float:
+    """A finite real number; stubs -> NotDone."""
+    if is_stub(x):
+        raise NotDone()
+    if isinstance(x, torch.Tensor) and x.numel() == 1:
+        x = x.item()
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise Mistake(f"{what} 应该是一个有限的数，却收到了 {x!r}")
+    return float(x)
+
+
+# ---------------------------------------------------------------- 5.1
+SCORES_CASE = dict(B=3, n_heads=4, L=5, S=7, d_model=64)  # d_k = 16
+
+
+@checker("ch05", "5.1", "预测 scores 的形状")
+def check_scores_shape(answer):
+    """``answer``: the shape of ``Q K^T / sqrt(d_k)`` for SCORES_CASE, as a tuple."""
+    B, h, L, S = (SCORES_CASE[k] for k in ("B", "n_heads", "L", "S"))
+    d_k = SCORES_CASE["d_model"] // h
+    shape = as_shape(answer, "scores 的形状")
+    right = (B, h, L, S)
+    if shape == right:
+        return
+    if shape == (B, h, L, d_k):
+        raise Mistake(f"{shape} 是 weights @ V 之后每个头输出的形状 (B, h, L, d_k)；"
+                      "scores 的最后一维数的是 key 有几个（S），d_k 在 Q Kᵀ 里被求和消掉了")
+    if shape == (B, h, S, L):
+        raise Mistake(f"{shape} 把 L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key，"
+                      "所以是 (B, h, L, S)")
+    if shape in ((B, h, L, L), (B, h, S, S)):
+        raise Mistake(f"{shape} 是一个方阵，但这里 query 有 L={L} 个、key 有 S={S} 个，"
+                      "scores 不一定是方阵（交叉注意力里 L ≠ S）")
+    if shape in ((B, L, S), (B, S, L)):
+        raise Mistake(f"{shape} 少了头这一维：每个头都有自己的一张分数表")
+    if shape in ((B, L, h, S), (h, B, L, S)):
+        raise Mistake(f"{shape} 的轴顺序不对：分头之后头的轴紧跟在 batch 后面，(B, h, ...)")
+    if shape == (B, h, d_k, d_k):
+        raise Mistake(f"{shape} 是 Kᵀ Q 那一类的形状；Q Kᵀ 是 (L, d_k) @ (d_k, S)，被消掉的是 d_k")
+    raise Mistake(f"{shape} 不对。提示：每个头里 Q 是 (L, d_k)，Kᵀ 是 (d_k, S)，"
+                  f"再带上前面的 (B, h) 两维；这里 B={B}, h={h}, L={L}, S={S}, d_k={d_k}")
+
+
+# ---------------------------------------------------------------- 5.2
+VARIANCE_D_K = 256
+
+
+@checker("ch05", "5.2", "预测点积的方差（缩放前 / 缩放后）")
+def check_dot_product_variance(answer):
+    """``answer``: ``(var_unscaled, var_scaled)`` of ``q · k`` and ``q · k / sqrt(d_k)`` for d_k = 256.
+
+    q and k have independent entries of mean 0 and variance 1.
+    """
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        raise Mistake("答案应该是两个数组成的元组：(缩放前的方差, 缩放后的方差)")
+    raw, scaled = (as_number(a, "方差") for a in answer)
+    d = VARIANCE_D_K
+
+    def near(x, want):
+        return abs(x - want) <= 0.1 * abs(want)
+
+    if near(raw, d) and near(scaled, 1.0):
+        return
+    if near(raw, math.sqrt(d)):
+        raise Mistake(f"缩放前填了 {raw:g}：那是标准差 √d_k。方差是 d_k 个方差为 1 的乘积项之和，所以是 d_k")
+    if near(raw, 1.0):
+        raise Mistake("缩放前的方差并不是 1：d_k 个独立项相加，方差也跟着相加，所以随 d_k 增长")
+    if not near(raw, d):
+        raise Mistake(f"缩放前的方差 {raw:g} 不对。提示：q·k = Σ q_j k_j，每一项的方差是 1，一共 {d} 项")
+    if near(scaled, math.sqrt(d)):
+        raise Mistake(f"缩放后填了 {scaled:g}：除以 √d_k 时方差要除以 (√d_k)² = d_k，而不是除以 √d_k")
+    if near(scaled, 1.0 / d):
+        raise Mistake(f"缩放后填了 {scaled:g}：这相当于除以了 d_k 而不是 √d_k（方差被多除了一次 d_k）")
+    if near(scaled, d):
+        raise Mistake("缩放后的方差没有变小：除以 √d_k 正是为了把方差拉回 1")
+    raise Mistake(f"缩放后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}")
+
+
+# ---------------------------------------------------------------- 5.3
+def _softmax_attention(q, k, v, mask=None, scale=None, dim=-1, fill=-1e9, when="before"):
+    """A parametrised attention used to build the wrong variants the checker recognises."""
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1)
+    if scale is not None:
+        scores = scores / scale(d_k)
+    if mask is not None and when == "before":
+        scores = scores.masked_fill(~mask, fill)
+    weights = torch.softmax(scores, dim=dim)
+    if mask is not None and when == "after":
+        weights = weights.masked_fill(~mask, fill)
+    return weights @ v
+
+
+def _matches(out, candidate) -> bool:
+    return (isinstance(out, torch.Tensor) and out.shape == candidate.shape and out.dtype == candidate.dtype
+            and torch.allclose(out, candidate, atol=1e-4, rtol=1e-3, equal_nan=True))
+
+
+SQRT = math.sqrt
+
+
+def _run(fn, q, k, v, mask):
+    q0, k0, v0 = q.clone(), k.clone(), v.clone()
+    m0 = None if mask is None else mask.clone()
+    out = call(fn, q, k, v, mask, what="你的 attention 函数")
+    if not (torch.equal(q, q0) and torch.equal(k, k0) and torch.equal(v, v0)) or (
+            mask is not None and not torch.equal(mask, m0)):
+        raise Mistake("你的函数修改了输入 q、k、v 或 mask（例如用了 masked_fill_ 或 div_ 这类原地操作）；"
+                      "请用不带下划线的版本，返回新的张量")
+    return out
+
+
+@checker("ch05", "5.3", "实现带掩码的缩放点积注意力")
+def check_attention(fn):
+    """``fn(q, k, v, mask)`` -> output (B, h, L, d_k); mask is bool (True = may attend) or None."""
+    B, h, L, S, d_k = 2, 3, 4, 6, 5
+    q = torch.randn(B, h, L, d_k) * 2.0
+    k = torch.randn(B, h, S, d_k) * 2.0
+    v = torch.randn(B, h, S, d_k)
+    expected_shape = (B, h, L, d_k)
+
+    # 1) no mask: scale, softmax axis, weights vs output
+    out = _run(fn, q, k, v, None)
+    ref, ref_w = scaled_dot_product_attention(q, k, v)
+    if isinstance(out, tuple) and len(out) == 2:
+        raise Mistake("返回了一个 tuple（也许是 (output, weights)）；这个练习只要输出 output = weights @ V")
+    if isinstance(out, torch.Tensor) and out.shape == ref_w.shape and _matches(out, ref_w):
+        raise Mistake(f"返回的是注意力权重 weights {tuple(ref_w.shape)}，而不是输出 weights @ V {expected_shape}")
+    variants = [
+        (dict(scale=None), "忘了除以 √d_k：scores 应该是 Q Kᵀ / √d_k"),
+        (dict(scale=lambda d: d), "除以的是 d_k，应该除以 √d_k"),
+        (dict(scale=lambda d: 1 / SQRT(d)), "乘了 √d_k，应该是除以 √d_k"),
+        (dict(scale=SQRT, dim=-2), "softmax 沿错了轴（dim=-2，对 query 归一化）：应该沿最后一维（key 轴）做，"
+                                   "让每个 query 的一行权重加起来等于 1"),
+        (dict(scale=SQRT, dim=1), "softmax 沿错了轴（dim=1，头的轴）：应该沿最后一维（key 轴）做"),
+    ]
+    for kwargs, message in variants:
+        if _matches(out, _softmax_attention(q, k, v, **kwargs)):
+            raise Mistake(message)
+    if _matches(out, q @ k.transpose(-2, -1) / SQRT(d_k) @ v):
+        raise Mistake("忘了 softmax：分数要先经过 softmax 变成权重，再去加权 V")
+    out = expect_tensor(out, "你的 attention 函数的返回值")
+    expect_shape(out, expected_shape, "你的 attention 函数的返回值",
+                 hint="(B, h, L, S) 的权重乘上 (B, h, S, d_k) 的 V，得到 (B, h, L, d_k)")
+    expect_close(out, ref, "不带掩码时的输出", hint="softmax(Q Kᵀ / √d_k) @ V")
+
+    # 2) padding mask (B, 1, 1, S): every sequence has real and padded keys
+    mask = padding_mask_from_lengths([4, 2], S)  # (B, 1, 1, S)
+    out = _run(fn, q, k, v, mask)
+    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    if _matches(out, _softmax_attention(q, k, v, None, scale=SQRT)):
+        raise Mistake("没有用上 mask：带掩码和不带掩码的输出一样")
+    if _matches(out, _softmax_attention(q, k, v, ~mask, scale=SQRT)):
+        raise Mistake("掩码方向反了：mask 里 True（或 1）表示“可以看”，要屏蔽的是 False（0）的位置，"
+                      "例如 scores.masked_fill(~mask, -1e9) 或 masked_fill(mask == 0, -1e9)")
+    for fill in (0.0, -1e9, float("-inf")):
+        if _matches(out, _softmax_attention(q, k, v, mask, scale=SQRT, fill=fill, when="after")):
+            raise Mistake("在 softmax 之后才用掩码：被屏蔽的位置要在 softmax 之前把分数填成很小的数，"
+                          "这样剩下的权重才会重新加起来等于 1")
+    out = expect_tensor(out, "带 padding 掩码时的输出")
+    expect_shape(out, expected_shape, "带 padding 掩码时的输出")
+    expect_close(out, ref, "带 padding 掩码 (B, 1, 1, S) 时的输出",
+                 hint="在 softmax 之前把 mask 为 False 的分数填成很小的数")
+
+    # 3) causal mask (L, S) broadcast over batch and heads
+    mask = causal_mask(L, S)  # (L, S)
+    out = _run(fn, q, k, v, mask)
+    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    if _matches(out, _softmax_attention(q, k, v, ~mask, scale=SQRT)):
+        raise Mistake("掩码方向反了：mask 里 True 表示“可以看”，要屏蔽的是 False 的位置")
+    out = expect_tensor(out, "带因果掩码时的输出")
+    expect_close(out, ref, "带 (L, S) 因果掩码时的输出", hint="mask 要能广播到 (B, h, L, S)")
+
+    # 4) a fully masked sequence: zeros (mha) or the plain mean of V (lecture's -1e9) are fine, NaN is not
+    mask = padding_mask_from_lengths([3, 0], S)  # second sequence: no key at all
+    out = _run(fn, q, k, v, mask)
+    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    if isinstance(out, torch.Tensor) and out.shape == ref.shape and not torch.isfinite(out[1]).all():
+        raise Mistake("一整行都被屏蔽时输出了 NaN：用 -inf 填分数会让 softmax 算 0/0。"
+                      "改用一个有限的很小的数，例如 -1e9 或 torch.finfo(scores.dtype).min")
+    out = expect_tensor(out, "整行被屏蔽时的输出")
+    expect_shape(out, expected_shape, "整行被屏蔽时的输出")
+    expect_close(out[0], ref[0], "有真实 key 的那条序列的输出")
+    uniform = v[1].mean(dim=-2, keepdim=True).expand_as(ref[1])
+    if not (_matches(out[1], ref[1]) or _matches(out[1], uniform)):
+        raise Mistake("一条序列的 key 全被屏蔽时，输出应该是全 0（mha 的做法）或 V 的平均值（用 -1e9 填分数的结果）")

@@ -1,0 +1,38 @@
+"""Interactive explorers (ipywidgets) with a static figure for the website.
+
+Each explorer comes in three layers:
+
+* plain logic functions (``shape_steps``, ``head_weights``, ``score_stats``,
+  ``mask_weights``) and view functions (``*_view``) returning a
+  :class:`~mha.widgets._base.View` (text + figure + data); tests call these;
+* ``build_*()`` returning an :class:`~mha.widgets._base.Explorer` (the
+  widget plus ``.controls`` and ``.last``), used by tests and by
+  ``*_explorer()`` / ``head_viewer()``, which display it;
+* ``*_static()``: print the default setting's text and return its figure,
+  for the website, where no kernel runs the widget.
+
+Notebook pattern (two cells)::
+
+    fig = mha.widgets.shape_explorer_static()   # static, on the website
+    plt.show()
+
+    mha.widgets.shape_explorer()                 # tags: nbval-ignore-output, remove-output
+"""
+from ._base import Explorer, View
+from .heads import (EXAMPLE_SENTENCES, build_head_viewer, head_view, head_viewer, head_viewer_static,
+                    head_weights)
+from .masking import MASK_KINDS, build_mask_explorer, mask_explorer, mask_explorer_static, mask_view, mask_weights
+from .scaling import (D_K_CHOICES, build_scaling_explorer, scaling_explorer, scaling_explorer_static,
+                      scaling_view, score_stats)
+from .shapes import (build_shape_explorer, head_width_problem, shape_explorer, shape_explorer_static,
+                     shape_steps, shape_view)
+
+__all__ = [
+    "View", "Explorer",
+    "shape_explorer", "shape_explorer_static", "build_shape_explorer", "shape_steps", "shape_view",
+    "head_width_problem",
+    "head_viewer", "head_viewer_static", "build_head_viewer", "head_weights", "head_view", "EXAMPLE_SENTENCES",
+    "scaling_explorer", "scaling_explorer_static", "build_scaling_explorer", "score_stats", "scaling_view",
+    "D_K_CHOICES",
+    "mask_explorer", "mask_explorer_static", "build_mask_explorer", "mask_weights", "mask_view", "MASK_KINDS",
+]
