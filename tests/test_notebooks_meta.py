@@ -1,0 +1,87 @@
+"""Structure every notebook must follow: setup cell, goals, summary, outputs stored, solutions hidden."""
+import json
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import setup_cell  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def test_there_are_notebooks_and_all_are_in_the_toc():
+    assert NOTEBOOKS, "no notebooks in book/"
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    for path in NOTEBOOKS:
+        assert f"file: book/{path.stem}\n" in toc, f"{path.name} is not listed in _toc.yml"
+
+
+def test_setup_cell_source_uses_the_config_url():
+    url, branch = setup_cell.read_repository()
+    assert url.startswith("https://github.com/")
+    src = setup_cell.setup_cell_source(url, branch)
+    assert f"git+{url}@{branch}" in src and "--no-deps" in src and "google.colab" in src
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_cell_is_the_setup_cell_from_config(path):
+    first = load(path)["cells"][0]
+    want = setup_cell.setup_cell()
+    assert first["cell_type"] == "code"
+    assert source(first) == want["source"], (
+        f"{path.name}: first cell differs from the setup cell derived from _config.yml; run python tools/setup_cell.py")
+    assert first["metadata"].get("cellView") == "form"
+    assert "hide-input" in first["metadata"].get("tags", [])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_goals_summary_and_stored_outputs(path):
+    nb = load(path)
+    markdown = "\n".join(source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "## 学习目标" in markdown, f"{path.name}: no 学习目标 section"
+    assert "## 小结" in markdown, f"{path.name}: no 小结 section"
+    code = [c for c in nb["cells"][1:] if c["cell_type"] == "code" and source(c).strip()]
+    unrun = [i for i, c in enumerate(code) if c.get("execution_count") is None]
+    assert not unrun, f"{path.name}: code cells never executed: {unrun}"
+    errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, f"{path.name}: stored error outputs"
+    assert any("import mha" in source(c) or "from mha" in source(c) for c in code), f"{path.name} does not use mha"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_reference_solutions_are_hidden_on_site_and_in_colab(path):
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "code" and source(cell).startswith("# @title 参考答案"):
+            assert "{ display-mode: \"form\" }" in source(cell).splitlines()[0]
+            assert cell["metadata"].get("cellView") == "form", f"{path.name}: solution without cellView form"
+            assert "hide-input" in cell["metadata"].get("tags", []), f"{path.name}: solution without hide-input"
+            assert "record=False" in source(cell), f"{path.name}: solution check must not count in the summary"
+
+
+def test_setup_cell_installs_only_in_colab(monkeypatch):
+    import subprocess
+    import types
+
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    src = setup_cell.setup_cell()["source"]
+    exec(compile(src, "setup-cell", "exec"), {})
+    assert calls == [], "outside Colab the setup cell must do nothing"
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    exec(compile(src, "setup-cell", "exec"), {})
+    url, branch = setup_cell.read_repository()
+    assert len(calls) == 1
+    cmd = calls[0]
+    assert cmd[1:4] == ["-m", "pip", "install"] and "--no-deps" in cmd
+    assert cmd[-1] == f"mha-course @ git+{url}@{branch}"
