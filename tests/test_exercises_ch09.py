@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from mha.exercises import check_head_projection, check_one_head_weights, check_padding_mask
+from mha.exercises import check_middle_widths, check_one_head_weights, check_padding_mask
 
 
 def stub_raises(*args):
@@ -165,77 +165,81 @@ def test_one_head_weights_named_mistakes(name, capsys):
 
 # ---------------------------------------------------------------- 9.3
 
-def proj_ok(x, linear, head, n_heads):
-    d_k = linear.out_features // n_heads
-    rows = slice(head * d_k, (head + 1) * d_k)
-    return x @ linear.weight[rows].T + linear.bias[rows]
+def widths_ok(B, L, d_model, n_heads, d_k, d_v):
+    h = n_heads
+    return {
+        "q_proj": (B, L, h * d_k), "v_proj": (B, L, h * d_v),
+        "q": (B, h, L, d_k), "k": (B, h, L, d_k), "v": (B, h, L, d_v),
+        "scores": (B, h, L, L), "heads": (B, h, L, d_v),
+        "concat": (B, L, h * d_v), "output": (B, L, d_model),
+    }
 
 
-def proj_ok_via_full(x, linear, head, n_heads):
-    d_k = linear.out_features // n_heads
-    return linear(x)[..., head * d_k:(head + 1) * d_k]
+def widths_ok_sizes(B, L, d_model, n_heads, d_k, d_v):
+    out = widths_ok(B, L, d_model, n_heads, d_k, d_v)
+    out["output"] = torch.Size(out["output"])
+    out["scores"] = list(out["scores"])
+    return out
 
 
-def proj_no_bias(x, linear, head, n_heads):
-    d_k = linear.out_features // n_heads
-    return x @ linear.weight[head * d_k:(head + 1) * d_k].T
+def widths_with(**changes):
+    def fn(B, L, d_model, n_heads, d_k, d_v):
+        out = widths_ok(B, L, d_model, n_heads, d_k, d_v)
+        env = dict(B=B, L=L, d_model=d_model, h=n_heads, d_k=d_k, d_v=d_v,
+                   hd_k=n_heads * d_k, hd_v=n_heads * d_v, d_model_h=d_model // n_heads)
+        for key, template in changes.items():
+            out[key] = tuple(env[n] if isinstance(n, str) else n for n in template)
+        return out
+    return fn
 
 
-def proj_columns(x, linear, head, n_heads):
-    d_k = linear.out_features // n_heads
-    rows = slice(head * d_k, (head + 1) * d_k)
-    return x @ linear.weight[:, rows] + linear.bias[rows]
-
-
-def proj_interleaved(x, linear, head, n_heads):
-    return x @ linear.weight[head::n_heads].T + linear.bias[head::n_heads]
-
-
-def proj_other_head(x, linear, head, n_heads):
-    return proj_ok(x, linear, (head + 1) % n_heads, n_heads)
-
-
-def proj_full_width(x, linear, head, n_heads):
-    return linear(x)
-
-
-PROJ_WRONG = {
-    "no bias": (proj_no_bias, "忘了加偏置"),
-    "weight columns": (proj_columns, "行和列弄反了"),
-    "interleaved": (proj_interleaved, "[head::n_heads]"),
-    "other head": (proj_other_head, "头的编号错了"),
-    "full width": (proj_full_width, "(B, L, d_model)"),
+WIDTHS_WRONG = {
+    "concat = d_model": (widths_with(concat=("B", "L", "d_model")), "h·d_v"),
+    "q_proj = d_model": (widths_with(q_proj=("B", "L", "d_model")), "h·d_k"),
+    "V uses d_k": (widths_with(v=("B", "h", "L", "d_k"), heads=("B", "h", "L", "d_k")), "不是 d_k"),
+    "scores depend on d_k": (widths_with(scores=("B", "h", "L", "d_k")), "和 d_k、d_v 无关"),
+    "output stays narrow": (widths_with(output=("B", "L", "hd_v")), "映射回 d_model"),
+    "d_k = d_model / h": (widths_with(q=("B", "h", "L", "d_model_h")), "不再是 d_model / h"),
 }
 
 
-@pytest.mark.parametrize("fn", [proj_ok, proj_ok_via_full])
-def test_head_projection_reference_passes(fn, capsys):
-    assert check_head_projection(fn, record=False) is True
+@pytest.mark.parametrize("fn", [widths_ok, widths_ok_sizes])
+def test_middle_widths_reference_passes(fn, capsys):
+    assert check_middle_widths(fn, record=False) is True
     assert "✅" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("stub", STUBS)
-def test_head_projection_stub(stub, capsys):
-    assert check_head_projection(stub, record=False) is False
+@pytest.mark.parametrize("stub", STUBS + [lambda *a: {k: ... for k in widths_ok(1, 1, 2, 1, 1, 1)}])
+def test_middle_widths_stub(stub, capsys):
+    assert check_middle_widths(stub, record=False) is False
     assert "还没完成" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", list(PROJ_WRONG))
-def test_head_projection_named_mistakes(name, capsys):
-    fn, needle = PROJ_WRONG[name]
-    assert check_head_projection(fn, record=False) is False
+@pytest.mark.parametrize("name", list(WIDTHS_WRONG))
+def test_middle_widths_named_mistakes(name, capsys):
+    fn, needle = WIDTHS_WRONG[name]
+    assert check_middle_widths(fn, record=False) is False
     out = capsys.readouterr().out
     assert "❌" in out and needle in out, out
 
 
-def test_head_projection_mutation(capsys):
-    def mutates(x, linear, head, n_heads):
-        with torch.no_grad():
-            linear.bias.zero_()
-        return proj_ok(x, linear, head, n_heads)
+def test_middle_widths_standard_only_fails(capsys):
+    """An answer that assumes d_k = d_v = d_model / h everywhere is caught on the first config."""
+    def standard(B, L, d_model, n_heads, d_k, d_v):
+        return widths_ok(B, L, d_model, n_heads, d_model // n_heads, d_model // n_heads)
 
-    assert check_head_projection(mutates, record=False) is False
-    assert "修改了输入" in capsys.readouterr().out
+    assert check_middle_widths(standard, record=False) is False
+    assert "❌" in capsys.readouterr().out
+
+
+def test_middle_widths_missing_key(capsys):
+    def partial(*args):
+        out = widths_ok(*args)
+        del out["concat"]
+        return out
+
+    assert check_middle_widths(partial, record=False) is False
+    assert "concat" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- garbage, for every checker
@@ -250,11 +254,13 @@ GARBAGE = [
     lambda *a: torch.zeros(7),
     lambda *a: "not a tensor",
     lambda *a: (torch.zeros(1), torch.zeros(1)),
+    lambda *a: {"q": "x"},
+    lambda *a: {k: (1.5, 2) for k in widths_ok(1, 1, 2, 1, 1, 1)},
     lambda: None,  # wrong number of arguments
 ]
 
 
-@pytest.mark.parametrize("check", [check_padding_mask, check_one_head_weights, check_head_projection])
+@pytest.mark.parametrize("check", [check_padding_mask, check_one_head_weights, check_middle_widths])
 @pytest.mark.parametrize("garbage", GARBAGE)
 def test_garbage_never_raises(check, garbage, capsys):
     assert check(garbage, record=False) is False

@@ -2,7 +2,7 @@
 
 * 9.1 build the padding mask from token ids,
 * 9.2 compute one head's attention weights by hand,
-* 9.3 one head's own projection, cut out of the big ``W_q`` Linear.
+* 9.3 predict the shapes when the middle widths differ from d_model (d_k, d_v free).
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import math
 import torch
 from torch import nn
 
-from ._core import Mistake, call, checker, expect_close, expect_shape, expect_tensor
+from ._core import Mistake, NotDone, call, checker, expect_close, expect_shape, expect_tensor, is_stub
 
-__all__ = ["check_padding_mask", "check_one_head_weights", "check_head_projection"]
+__all__ = ["check_padding_mask", "check_one_head_weights", "check_middle_widths"]
 
 
 # ---------------------------------------------------------------- 9.1 padding mask
@@ -149,63 +149,72 @@ def check_one_head_weights(fn):
         expect_close(out, want, "你的权重", hint="依次检查：取对头的列、Q_i K_iᵀ、除以 √d_k、softmax 之前用掩码、dim=-1")
 
 
-# ---------------------------------------------------------------- 9.3 one head's projection
+# ---------------------------------------------------------------- 9.3 middle widths
 
-def _head_projection_reference(x, linear, head, n_heads):
-    d_k = linear.out_features // n_heads
-    rows = slice(head * d_k, (head + 1) * d_k)
-    W_i = linear.weight[rows]  # (d_k, d_model): nn.Linear stores (out, in)
-    b_i = linear.bias[rows]  # (d_k,)
-    return x @ W_i.T + b_i  # (B, L, d_k)
+WIDTH_KEYS = ("q_proj", "v_proj", "q", "k", "v", "scores", "heads", "concat", "output")
 
 
-@checker("ch09", "9.3", "从大 Linear 中切出一个头自己的投影")
-def check_head_projection(fn):
-    """``fn(x (B, L, d_model), linear nn.Linear(d_model, d_model), head, n_heads) -> (B, L, d_k)``.
+def _middle_shapes(B, L, d_model, n_heads, d_k, d_v):
+    h = n_heads
+    return {
+        "q_proj": (B, L, h * d_k),  # Q W^Q with W^Q of size d_model x (h d_k)
+        "v_proj": (B, L, h * d_v),  # V W^V with W^V of size d_model x (h d_v)
+        "q": (B, h, L, d_k),
+        "k": (B, h, L, d_k),
+        "v": (B, h, L, d_v),
+        "scores": (B, h, L, L),
+        "heads": (B, h, L, d_v),
+        "concat": (B, L, h * d_v),
+        "output": (B, L, d_model),  # W^O maps h d_v back to d_model
+    }
 
-    Must equal ``split_heads(linear(x), n_heads)[:, head]``.
-    """
-    cases = [(1, 4, 6, 2, 0), (1, 4, 6, 2, 1), (2, 3, 8, 4, 2), (3, 2, 12, 3, 1)]
-    for B, L, d_model, n_heads, head in cases:
-        d_k = d_model // n_heads
-        linear = nn.Linear(d_model, d_model)
-        x = torch.randn(B, L, d_model)
-        x_copy = x.clone()
-        w_copy, b_copy = linear.weight.detach().clone(), linear.bias.detach().clone()
-        out = call(fn, x, linear, head, n_heads, what="你的函数")
-        if isinstance(out, torch.Tensor) and out.requires_grad:
-            out = out.detach()
-        out = expect_tensor(out, "你的投影结果")
-        if not torch.equal(x, x_copy) or not torch.equal(linear.weight.detach(), w_copy) \
-                or not torch.equal(linear.bias.detach(), b_copy):
-            raise Mistake("你的函数修改了输入 x 或 Linear 的参数；只读取它们，不要原地改动")
-        if tuple(out.shape) == (B, L, d_model):
-            raise Mistake(f"形状应该是 (B, L, d_k) = {(B, L, d_k)}，你返回的是 (B, L, d_model) = {(B, L, d_model)}："
-                          "只要第 head 个头的 d_k 个数")
-        expect_shape(out, (B, L, d_k), "你的投影结果", hint="一个头的 Q_i 是 (B, L, d_k)，d_k = d_model / n_heads")
-        with torch.no_grad():
-            want = _head_projection_reference(x, linear, head, n_heads)
-            W, b = linear.weight, linear.bias
-            rows = slice(head * d_k, (head + 1) * d_k)
-            wrongs = [
-                ("忘了加偏置：nn.Linear 计算的是 x Wᵀ + b，第 head 个头要加上 bias[head*d_k:(head+1)*d_k]",
-                 x @ W[rows].T),
-                ("把权重的行和列弄反了：nn.Linear 的 weight 形状是 (out_features, in_features)，"
-                 "第 head 个头对应的是 weight 的 d_k 行 weight[head*d_k:(head+1)*d_k]（再转置），不是 d_k 列",
-                 x @ W[:, rows] + b[rows]),
-                ("头的位置取错了：第 head 个头是连续的 d_k 个输出 [head*d_k, (head+1)*d_k)，"
-                 "不是隔 n_heads 取一个 [head::n_heads]",
-                 x @ W[head::n_heads].T + b[head::n_heads]),
-            ]
-            if n_heads > 1:
-                other = (head + 1) % n_heads
-                wrongs.append(("头的编号错了：head 从 0 开始，第 head 个头是 [head*d_k, (head+1)*d_k)，你取成了另一个头",
-                               _head_projection_reference(x, linear, other, n_heads)))
-        if torch.allclose(out, want, atol=1e-5, rtol=1e-4):
-            continue
-        for msg, wrong in wrongs:
-            if wrong.shape == out.shape and torch.allclose(out, wrong, atol=1e-5, rtol=1e-4):
-                raise Mistake(msg)
-        expect_close(out, want, "你的投影结果",
-                     hint="Q_i = x W_iᵀ + b_i，W_i = weight[head*d_k:(head+1)*d_k]，b_i = bias[head*d_k:(head+1)*d_k]")
 
+def _width_shape(value, key):
+    if isinstance(value, torch.Size):
+        return tuple(value)
+    if isinstance(value, (tuple, list)) and all(isinstance(n, int) and not isinstance(n, bool) for n in value):
+        return tuple(value)
+    raise Mistake(f"shapes[{key!r}] 应该是由整数组成的 tuple，例如 (1, 4, 6)，却收到了 {value!r}")
+
+
+def _width_mistake(key, got, want, B, L, d_model, h, d_k, d_v):
+    base = f"shapes[{key!r}] 应该是 {want}，你写的是 {got}"
+    if key in ("q_proj", "v_proj", "concat") and got == (B, L, d_model):
+        return base + "：中间的宽度不再是 d_model；" + {
+            "q_proj": "W^Q 把 d_model 映射到 h·d_k",
+            "v_proj": "W^V 把 d_model 映射到 h·d_v",
+            "concat": "Concat 把 h 个 d_v 维的头拼起来，得到 h·d_v",
+        }[key]
+    used_d_k = (key in ("v", "heads") and got[-1:] == (d_k,)) or (key in ("v_proj", "concat") and got[-1:] == (h * d_k,))
+    if d_k != d_v and used_d_k:
+        return base + "：V 的宽度由 d_v 决定，不是 d_k（d_k 只属于 Q 和 K，它们要做点积，所以必须一样宽）"
+    if key == "scores" and len(got) == 4 and got[-1] in (d_k, d_v) and got[-1] != L:
+        return base + "：scores 是 query 和 key 两两之间的分数，形状 (L, S)，和 d_k、d_v 无关"
+    if key == "output" and got == (B, L, h * d_v):
+        return base + "：最后的 W^O 把 h·d_v 映射回 d_model，输出和输入形状相同"
+    if key == "q" and got == (B, h, L, d_model // h):
+        return base + "：每个头的宽度现在是题目给的 d_k，不再是 d_model / h"
+    return base
+
+
+@checker("ch09", "9.3", "中间宽度不等于 d_model 时的形状")
+def check_middle_widths(fn):
+    """``fn(B, L, d_model, n_heads, d_k, d_v) -> dict`` with the shapes of WIDTH_KEYS (self-attention, S = L)."""
+    configs = [(1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)]
+    for B, L, d_model, h, d_k, d_v in configs:
+        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数")
+        if is_stub(answer):
+            raise NotDone()
+        if not isinstance(answer, dict):
+            raise Mistake(f"应该返回一个 dict（键是 {', '.join(WIDTH_KEYS)}），却收到了 {type(answer).__name__}")
+        if all(is_stub(answer.get(k)) for k in WIDTH_KEYS):
+            raise NotDone()
+        missing = [k for k in WIDTH_KEYS if k not in answer or is_stub(answer[k])]
+        if missing:
+            raise Mistake(f"dict 里还缺这些键（或值还是 ...）：{', '.join(missing)}")
+        want = _middle_shapes(B, L, d_model, h, d_k, d_v)
+        for key in WIDTH_KEYS:
+            got = _width_shape(answer[key], key)
+            if got != want[key]:
+                raise Mistake(_width_mistake(key, got, want[key], B, L, d_model, h, d_k, d_v)
+                              + f"（B={B}, L={L}, d_model={d_model}, n_heads={h}, d_k={d_k}, d_v={d_v}）")
