@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ..steps import merge_heads
-from ._core import Mistake, NotDone, call, checker, expect_close, expect_shape, expect_tensor, is_stub
+from ._core import Mistake, call, checker, expect_close, expect_shape, expect_tensor
 from .ch05 import as_number
 
 __all__ = ["check_w_o_params", "check_output_from_heads", "check_head_contributions"]

@@ -1,0 +1,34 @@
+"""How strongly each output dimension depends on each head, with and without the final Linear W^O."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from ._style import CMAP, to_numpy
+
+
+def plot_head_dependency(without_w_o, with_w_o, titles=("Concat only (no $W^O$)", "Concat, then $W^O$")):
+    """Two (h, d_model) maps: entry (i, j) = size of d output_j / d head_i for one token; 0 is the darkest colour.
+
+    Args:
+        without_w_o: (h, d_model) dependency of the Concat result on each head.
+        with_w_o: (h, d_model) dependency of ``Concat W^O`` on each head.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    a, b = to_numpy(without_w_o), to_numpy(with_w_o)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"need two (h, d_model) matrices of the same shape, got {a.shape} and {b.shape}")
+    h, d_model = a.shape
+    d_k = d_model // h
+    fig, axes = plt.subplots(2, 1, figsize=(11, 4.6))
+    for ax, m, title in zip(axes, (a, b), titles):
+        im = ax.imshow(m, aspect="auto", cmap=CMAP, interpolation="nearest", vmin=0.0)  # dark = no dependency
+        ax.set_yticks(range(h))
+        ax.set_yticklabels([f"head {i + 1}" for i in range(h)], fontsize=8)
+        ax.set_xticks([i * d_k for i in range(h)])
+        ax.set_xlabel("output dimension")
+        ax.set_title(title)
+        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
+    fig.tight_layout()
+    return fig
