@@ -1,10 +1,8 @@
 """Tests for the chapter 01 checkers: reference passes, stubs are 'not done', wrong answers are named."""
-import math
-
 import pytest
 import torch
 
-from mha.exercises import check_changed_positions, check_output_shape, check_param_count, results
+from mha.exercises import check_changed_positions, check_changed_positions_fn, check_output_shape, results
 
 
 def verdict(capsys, checker, answer):
@@ -61,73 +59,21 @@ def test_1_1_garbage_never_raises(capsys, garbage):
 
 
 # ---------------------------------------------------------------- 1.2
-def count_params_solution(d_model, n_heads):
-    return 4 * (d_model * d_model + d_model)
+SOLUTION_1_2 = {"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}
 
 
 def test_1_2_reference_passes(capsys):
-    ok, out = verdict(capsys, check_param_count, count_params_solution)
+    ok, out = verdict(capsys, check_changed_positions, SOLUTION_1_2)
     assert ok and "✅" in out
 
 
-def test_1_2_counting_with_torch_passes(capsys):
-    import mha
-
-    ok, _ = verdict(capsys, check_param_count,
-                    lambda d, h: sum(p.numel() for p in mha.MultiHeadAttention(d, h).parameters()))
-    assert ok
-
-
-def test_1_2_float_and_tensor_results_are_accepted(capsys):
-    assert verdict(capsys, check_param_count, lambda d, h: float(4 * (d * d + d)))[0]
-    assert verdict(capsys, check_param_count, lambda d, h: torch.tensor(4 * (d * d + d)))[0]
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_1_2_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_param_count, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("wrong, needle", [
-    (lambda d, h: 4 * d * d, "忘了偏置"),
-    (lambda d, h: 3 * (d * d + d), "漏掉了最终的 W_o"),
-    (lambda d, h: 3 * d * d, "都没算偏置"),
-    (lambda d, h: 4 * h * (d * d + d), "乘上了头数"),
-    (lambda d, h: 4 * (d * (d // h) + d // h), "一个头"),
-    (lambda d, h: d * d + d, "只数了一个 Linear"),
-    (lambda d, h: 80, "提示"),  # hard-coded answer for d_model = 4
-])
-def test_1_2_wrong_answers_are_named(capsys, wrong, needle):
-    ok, out = verdict(capsys, check_param_count, wrong)
-    assert not ok and "❌" in out and needle in out
-
-
-@pytest.mark.parametrize("garbage", [
-    "80", 42, _raise_value_error, lambda d, h: float("nan"), lambda d, h: "80", lambda d, h: True,
-    lambda d, h: torch.zeros(3), lambda d, h: [80], lambda: 80,
-])
-def test_1_2_garbage_never_raises(capsys, garbage):
-    ok, out = verdict(capsys, check_param_count, garbage)
-    assert not ok and "❌" in out
-
-
-# ---------------------------------------------------------------- 1.3
-SOLUTION_1_3 = {"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}
-
-
-def test_1_3_reference_passes(capsys):
-    ok, out = verdict(capsys, check_changed_positions, SOLUTION_1_3)
-    assert ok and "✅" in out
-
-
-def test_1_3_other_spellings_pass(capsys):
+def test_1_2_other_spellings_pass(capsys):
     assert verdict(capsys, check_changed_positions, {"linear": (2,), "mha": range(6)})[0]
     assert verdict(capsys, check_changed_positions, {"linear": torch.tensor([2]), "mha": {5, 4, 3, 2, 1, 0}})[0]
 
 
 @pytest.mark.parametrize("stub", [None, ..., {"linear": ..., "mha": ...}, {"linear": [2], "mha": ...}])
-def test_1_3_stub_is_not_done(capsys, stub):
+def test_1_2_stub_is_not_done(capsys, stub):
     ok, out = verdict(capsys, check_changed_positions, stub)
     assert not ok and "还没完成" in out
 
@@ -141,7 +87,7 @@ def test_1_3_stub_is_not_done(capsys, stub):
     ({"linear": [2], "mha": [0, 1, 3, 4, 5]}, "自己也会变"),
     ({"linear": [], "mha": [0, 1, 2, 3, 4, 5]}, "Linear 逐个位置"),
 ])
-def test_1_3_wrong_answers_are_named(capsys, wrong, needle):
+def test_1_2_wrong_answers_are_named(capsys, wrong, needle):
     ok, out = verdict(capsys, check_changed_positions, wrong)
     assert not ok and "❌" in out and needle in out
 
@@ -150,16 +96,111 @@ def test_1_3_wrong_answers_are_named(capsys, wrong, needle):
     "all", 42, [2], {"linear": [2]}, {"linear": "2", "mha": "all"}, {"linear": [2.0], "mha": [0]},
     {"linear": [2], "mha": [0, -1]}, {"linear": [True], "mha": [0]}, _raise_value_error,
 ])
-def test_1_3_garbage_never_raises(capsys, garbage):
+def test_1_2_garbage_never_raises(capsys, garbage):
     ok, out = verdict(capsys, check_changed_positions, garbage)
+    assert not ok and "❌" in out
+
+
+# ---------------------------------------------------------------- 1.3
+def changed_positions_solution(f, x, k):
+    x2 = x.clone()
+    x2[:, k] = x2[:, k] + 1.0
+    with torch.no_grad():
+        y, y2 = f(x), f(x2)
+    moved = (y2 - y).abs().amax(dim=(0, 2)) > 1e-6
+    return moved.nonzero().flatten().tolist()
+
+
+def test_1_3_reference_passes(capsys):
+    ok, out = verdict(capsys, check_changed_positions_fn, changed_positions_solution)
+    assert ok and "✅" in out
+
+
+def test_1_3_tensor_of_indices_and_other_change_pass(capsys):
+    def fn(f, x, k):
+        x2 = x.clone()
+        x2[:, k] = torch.randn_like(x2[:, k]) * 3
+        with torch.no_grad():
+            return ((f(x2) - f(x)).abs().sum(dim=(0, 2)) > 1e-5).nonzero().flatten()
+    assert verdict(capsys, check_changed_positions_fn, fn)[0]
+
+
+@pytest.mark.parametrize("stub", STUBS)
+def test_1_3_stub_is_not_done(capsys, stub):
+    ok, out = verdict(capsys, check_changed_positions_fn, stub)
+    assert not ok and "还没完成" in out
+
+
+def _compares_inputs(f, x, k):
+    x2 = x.clone()
+    x2[:, k] += 1.0
+    return ((x2 - x).abs().amax(dim=(0, 2)) > 0).nonzero().flatten().tolist()
+
+
+def _mutates_input(f, x, k):
+    y = f(x).detach().clone()
+    x2 = x  # alias, not a copy
+    x2[:, k] += 1.0
+    return ((f(x2) - y).abs().amax(dim=(0, 2)) > 1e-6).nonzero().flatten().tolist()
+
+
+def _aliased_both(f, x, k):
+    x2 = x.clone()
+    x2[:, k] += 1.0
+    with torch.no_grad():
+        return ((f(x2) - f(x2)).abs().amax(dim=(0, 2)) > 1e-6).nonzero().flatten().tolist()
+
+
+def _wrong_axis(f, x, k):
+    x2 = x.clone()
+    x2[:, k] += 1.0
+    with torch.no_grad():
+        return ((f(x2) - f(x)).abs().amax(dim=(0, 1)) > 1e-6).nonzero().flatten().tolist()
+
+
+def _bool_mask(f, x, k):
+    x2 = x.clone()
+    x2[:, k] += 1.0
+    with torch.no_grad():
+        return (f(x2) - f(x)).abs().amax(dim=(0, 2)) > 1e-6
+
+
+def _one_based(f, x, k):
+    return [p + 1 for p in changed_positions_solution(f, x, k)]
+
+
+def _descending(f, x, k):
+    return sorted(changed_positions_solution(f, x, k), reverse=True)
+
+
+@pytest.mark.parametrize("wrong, needle", [
+    (_compares_inputs, "比较的是输入 x"),
+    (_mutates_input, "修改了输入 x"),
+    (_aliased_both, "没改到"),
+    (_wrong_axis, "第 1 维"),
+    (_bool_mask, "布尔张量"),
+    (_one_based, "从 0 开始"),
+    (_descending, "从小到大"),
+])
+def test_1_3_wrong_answers_are_named(capsys, wrong, needle):
+    ok, out = verdict(capsys, check_changed_positions_fn, wrong)
+    assert not ok and "❌" in out and needle in out, out
+
+
+@pytest.mark.parametrize("garbage", [
+    "fn", 42, _raise_value_error, lambda f, x, k: float("nan"), lambda f, x, k: torch.full((3,), float("nan")),
+    lambda f, x, k: "0,1,2", lambda f, x, k: [0.0, 1.0], lambda f, x, k: torch.zeros(2, 2, dtype=torch.long),
+    lambda f, x, k: f, lambda: [0],
+])
+def test_1_3_garbage_never_raises(capsys, garbage):
+    ok, out = verdict(capsys, check_changed_positions_fn, garbage)
     assert not ok and "❌" in out
 
 
 def test_summary_records_attempts(capsys):
     check_output_shape((2, 7, 12))
-    check_param_count(None)
+    check_changed_positions_fn(None)
     capsys.readouterr()
     res = results("ch01")
-    assert res["1.1"] == "pass" and res["1.2"] == "todo"
+    assert res["1.1"] == "pass" and res["1.3"] == "todo"
     assert set(res) == {"1.1", "1.2", "1.3"}
-    assert not math.isnan(len(res))

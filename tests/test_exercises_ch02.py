@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from mha.exercises import check_block_inputs, check_cross_attention_shapes, check_positional_encoding, results
+from mha.exercises import check_block_inputs, check_build_x, check_positional_encoding, results
 from mha.positional import sinusoidal_positional_encoding
 
 
@@ -103,40 +103,68 @@ def test_2_1_garbage_never_raises(capsys, garbage):
 
 
 # ---------------------------------------------------------------- 2.2
-SOLUTION_2_2 = {"output": (2, 3, 8), "weights": (2, 2, 3, 5)}
+def build_x_solution(token_ids, embedding):
+    L, d_model = token_ids.shape[1], embedding.embedding_dim
+    return embedding(token_ids) + sinusoidal_positional_encoding(L, d_model)
 
 
 def test_2_2_reference_passes(capsys):
-    ok, out = verdict(capsys, check_cross_attention_shapes, SOLUTION_2_2)
+    ok, out = verdict(capsys, check_build_x, build_x_solution)
     assert ok and "✅" in out
 
 
-@pytest.mark.parametrize("stub", [None, ..., {"output": ..., "weights": ...}, {"output": (2, 3, 8), "weights": ...}])
+def test_2_2_own_pe_passes(capsys):
+    ok, _ = verdict(capsys, check_build_x, lambda ids, emb: emb(ids) + pe_solution(ids.shape[1], emb.embedding_dim))
+    assert ok
+
+
+@pytest.mark.parametrize("stub", STUBS)
 def test_2_2_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_cross_attention_shapes, stub)
+    ok, out = verdict(capsys, check_build_x, stub)
     assert not ok and "还没完成" in out
 
 
+def _pe(ids, emb):
+    return sinusoidal_positional_encoding(ids.shape[1], emb.embedding_dim)
+
+
+def _mutating(ids, emb):
+    ids[ids == 0] = 1
+    return build_x_solution(ids, emb)
+
+
 @pytest.mark.parametrize("wrong, needle", [
-    ({"output": (2, 5, 8), "weights": (2, 2, 3, 5)}, "长度跟着 query"),
-    ({"output": (2, 2, 3, 4), "weights": (2, 2, 3, 5)}, "分头之后"),
-    ({"output": (2, 3, 8), "weights": (2, 2, 5, 3)}, "L 和 S 放反了"),
-    ({"output": (2, 3, 8), "weights": (2, 3, 5)}, "少了头的维度"),
-    ({"output": (2, 3, 8), "weights": (2, 2, 3, 3)}, "方阵"),
-    ({"output": (3, 8), "weights": (2, 2, 3, 5)}, "提示"),
+    (lambda ids, emb: emb(ids), "忘了加位置编码"),
+    (lambda ids, emb: _pe(ids, emb).expand(ids.shape[0], -1, -1), "忘了词嵌入"),
+    (lambda ids, emb: torch.cat([emb(ids), _pe(ids, emb).expand(ids.shape[0], -1, -1)], dim=-1), "拼接"),
+    (lambda ids, emb: emb(ids) * _pe(ids, emb), "相乘"),
+    (lambda ids, emb: emb(ids) * emb.embedding_dim ** 0.5 + _pe(ids, emb), "√d_model"),
+    (lambda ids, emb: emb(ids) + sinusoidal_positional_encoding(emb.num_embeddings, emb.embedding_dim)[ids], "按 token id"),
+    (lambda ids, emb: emb(ids) + pe_variant(ids.shape[1], emb.embedding_dim, swap=True), "sin 和 cos 放反了"),
+    (lambda ids, emb: build_x_solution(ids, emb).squeeze(0), "batch 维"),
+    (lambda ids, emb: emb(ids) + _pe(ids, emb) + 1, "最大误差"),
 ])
 def test_2_2_wrong_answers_are_named(capsys, wrong, needle):
-    ok, out = verdict(capsys, check_cross_attention_shapes, wrong)
+    ok, out = verdict(capsys, check_build_x, wrong)
     assert not ok and "❌" in out and needle in out, out
 
 
+def test_2_2_mutating_the_ids_is_named(capsys):
+    def fn(ids, emb):
+        ids.fill_(0)
+        return build_x_solution(ids, emb)
+    ok, out = verdict(capsys, check_build_x, fn)
+    assert not ok and "修改了 token_ids" in out
+
+
 @pytest.mark.parametrize("garbage", [
-    "x", 42, (2, 3, 8), {"output": "(2,3,8)", "weights": (2, 2, 3, 5)}, {"output": (2, 3, 8)},
-    {"output": (2.0, 3, 8), "weights": (2, 2, 3, 5)}, {"output": torch.zeros(2, 3, 8), "weights": (2, 2, 3, 5)},
+    "x", 42, _raise_value_error, lambda ids, emb: torch.full((1, 4, 6), float("nan")),
+    lambda ids, emb: ids, lambda ids, emb: emb, lambda ids, emb: (build_x_solution(ids, emb), None),
+    lambda ids, emb: build_x_solution(ids, emb).double(), lambda ids, emb: emb(ids.float()),
 ])
 def test_2_2_garbage_never_raises(capsys, garbage):
-    ok, out = verdict(capsys, check_cross_attention_shapes, garbage)
-    assert not ok and "❌" in out
+    ok, out = verdict(capsys, check_build_x, garbage)  # float64 of the right values may pass; nothing may raise
+    assert isinstance(ok, bool) and ("✅" in out) == ok
 
 
 # ---------------------------------------------------------------- 2.3
@@ -223,7 +251,7 @@ def test_2_3_garbage_never_raises(capsys, garbage):
 
 
 def test_summary_records_attempts(capsys):
-    check_cross_attention_shapes(SOLUTION_2_2)
+    check_build_x(build_x_solution)
     check_positional_encoding(None)
     capsys.readouterr()
     res = results("ch02")

@@ -1,8 +1,10 @@
 """Checkers for chapter 01, 多头注意力是什么.
 
 1.1 predict the output shape of a MultiHeadAttention layer (a tuple)
-1.2 count the parameters of MultiHeadAttention(d_model, n_heads) (a function)
-1.3 which output positions change when one input token changes (a dict)
+1.2 which output positions change when one input token changes (a dict: reasoning)
+1.3 write the experiment that finds the changed positions (a function)
+
+(Counting the layer's parameters is exercise 3.2.)
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from torch import nn
 
 from ._core import Mistake, NotDone, call, checker, is_stub
 
-__all__ = ["check_output_shape", "check_param_count", "check_changed_positions"]
+__all__ = ["check_output_shape", "check_changed_positions", "check_changed_positions_fn"]
 
 # ---------------------------------------------------------------- 1.1
 SHAPE_QUESTION = {"B": 2, "L": 7, "d_model": 12, "n_heads": 3}
@@ -51,54 +53,11 @@ def check_output_shape(answer):
     x = torch.randn(B, L, d_model)
     truth = tuple(layer(x, x, x).shape)
     if shape != truth:
-        raise Mistake(f"输出形状应该是 {len(truth)} 维的，你的答案 {shape} 不对。"
+        raise Mistake(f"你的答案 {shape} 不对。"
                       "提示：多头注意力是一种特征变换，x′ 和 x 的形状有什么关系？")
 
 
 # ---------------------------------------------------------------- 1.2
-PARAM_CASES = [(4, 2), (512, 8), (6, 3), (12, 4), (8, 1), (16, 16)]
-
-
-def _param_count_reference(d_model: int, n_heads: int) -> int:
-    return 4 * (d_model * d_model + d_model)  # four Linear(d_model, d_model): weight + bias each
-
-
-@checker("ch01", "1.2", "数一数 MultiHeadAttention 的参数")
-def check_param_count(fn):
-    """``fn(d_model, n_heads) -> int``: the number of trainable numbers in ``MultiHeadAttention(d_model, n_heads)``."""
-    from ..layer import MultiHeadAttention
-
-    for d_model, h in PARAM_CASES:
-        out = call(fn, d_model, h, what="count_params")
-        if is_stub(out):
-            raise NotDone()
-        if isinstance(out, torch.Tensor) and out.numel() == 1:
-            out = out.item()
-        if isinstance(out, bool) or not isinstance(out, (int, float)):
-            raise Mistake(f"count_params({d_model}, {h}) 应该返回一个整数，却返回了 {type(out).__name__}")
-        if out != out or out in (float("inf"), float("-inf")):
-            raise Mistake(f"count_params({d_model}, {h}) 返回了 {out}，不是一个有限的数")
-        truth = sum(p.numel() for p in MultiHeadAttention(d_model, h).parameters())
-        assert truth == _param_count_reference(d_model, h)
-        if out == truth:
-            continue
-        d_k = d_model // h
-        known = {
-            4 * d_model * d_model: "忘了偏置 b：每个 Linear(d_model, d_model) 除了 d_model×d_model 个权重 w，还有 d_model 个偏置",
-            3 * (d_model * d_model + d_model): "只数了 W_q、W_k、W_v 三个 Linear，漏掉了最终的 W_o（一共 4 个 Linear）",
-            3 * d_model * d_model: "只数了三个 Linear，而且都没算偏置：一共 4 个 Linear，每个都有 w 和 b",
-            4 * d_model * d_model + d_model: "只给一个 Linear 算了偏置：4 个 Linear 各有 d_model 个偏置",
-            4 * h * (d_model * d_model + d_model): "把参数乘上了头数 h：分头只是把 d_model 维切成 h 段，并没有新增参数",
-            4 * (d_model * d_k + d_k): "只数了一个头的那一段（d_model×d_k）：h 个头的段拼起来正好是整个 d_model×d_model 矩阵",
-            d_model * d_model + d_model: "只数了一个 Linear：多头注意力里有 W_q、W_k、W_v、W_o 四个",
-        }
-        if out in known and out != truth:
-            raise Mistake(f"count_params({d_model}, {h}) 返回 {out}，正确是 {truth}。{known[out]}")
-        raise Mistake(f"count_params({d_model}, {h}) 返回 {out}，正确是 {truth}。"
-                      "提示：数一数层里有几个 nn.Linear(d_model, d_model)，每个有多少个 w 和 b")
-
-
-# ---------------------------------------------------------------- 1.3
 POSITIONS_QUESTION = {"L": 6, "changed": 2}
 
 
@@ -130,7 +89,7 @@ def _as_positions(value, key: str, L: int) -> list[int]:
     return sorted(set(value))
 
 
-@checker("ch01", "1.3", "改一个 token，哪些位置会变")
+@checker("ch01", "1.2", "改一个 token，哪些位置会变")
 def check_changed_positions(answer):
     """``answer = {"linear": [...], "mha": [...]}``: positions (0-based) of the output that change
     when token 2 of a 6-token sequence is replaced, for a position-wise Linear and for self-attention."""
@@ -167,3 +126,83 @@ def check_changed_positions(answer):
         raise Mistake("被改的那个位置自己也会变：它的 query、key、value 全都变了")
     if att != truth_att:
         raise Mistake(f'answer["mha"] = {att} 不对。提示：没有掩码时，每个位置的输出 x′ 都用到了哪些 token？')
+
+
+# ---------------------------------------------------------------- 1.3
+def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
+    x2 = x.clone()  # never touch the caller's x
+    x2[:, k] = x2[:, k] + 1.0  # change token k of every sequence
+    with torch.no_grad():
+        y, y2 = f(x), f(x2)  # (B, L, d_model) each
+    moved = (y2 - y).abs().amax(dim=(0, 2)) > 1e-6  # (L,): did any number of position j move?
+    return moved.nonzero().flatten().tolist()
+
+
+def _position_functions(L: int, d_model: int):
+    """Layers of different kinds; the checker knows the truth for each by running them."""
+    from ..layer import MultiHeadAttention
+    from ..masks import causal_mask
+
+    linear = nn.Linear(d_model, d_model)
+    attn = MultiHeadAttention(d_model, 2).eval()
+    return [
+        ("nn.Linear", lambda t: linear(t)),
+        ("MultiHeadAttention", lambda t: attn(t, t, t)),
+        ("MultiHeadAttention + causal_mask", lambda t: attn(t, t, t, causal_mask(t.shape[1]))),
+        ("torch.roll(x, 1, dims=1)", lambda t: torch.roll(t, 1, dims=1)),
+    ]
+
+
+def _as_position_list(out, what: str) -> list[int]:
+    if is_stub(out):
+        raise NotDone()
+    if isinstance(out, torch.Tensor):
+        if out.dtype == torch.bool:
+            raise Mistake(f"{what} 返回了布尔张量（每个位置变没变）；要的是发生变化的位置编号列表，"
+                          "可以用 .nonzero().flatten().tolist()")
+        if out.is_floating_point() or out.dim() > 1:
+            raise Mistake(f"{what} 应该返回位置编号的列表，却返回了形状 {tuple(out.shape)}、dtype {out.dtype} 的张量")
+        out = out.tolist()
+    if isinstance(out, (range, tuple, set)):
+        out = list(out)
+    if not isinstance(out, list):
+        raise Mistake(f"{what} 应该返回位置编号的列表，例如 [0, 3]，却返回了 {type(out).__name__}")
+    if any(isinstance(p, bool) or not isinstance(p, int) for p in out):
+        raise Mistake(f"{what} 返回的列表里要全是整数位置编号，却是 {out!r}")
+    return out
+
+
+@checker("ch01", "1.3", "写一个实验：找出输出里变化的位置")
+def check_changed_positions_fn(fn):
+    """``fn(f, x, k) -> list[int]``: add 1 to token k of every sequence of x (B, L, d_model), run ``f`` on
+    both versions and return, in ascending order, the positions j whose output vector changed."""
+    for B, L, d_model, k in [(1, 6, 4, 2), (3, 5, 8, 0), (2, 7, 6, 6)]:
+        for name, f in _position_functions(L, d_model):
+            x = torch.randn(B, L, d_model)
+            x_copy = x.clone()
+            what = f"changed_positions({name}, x {tuple(x.shape)}, k={k})"
+            out = _as_position_list(call(fn, f, x, k, what="changed_positions"), what)
+            if not torch.equal(x, x_copy):
+                raise Mistake(f"{what}：你的函数修改了输入 x（例如 x2 = x 之后原地改 x2）；先用 x.clone() 复制一份再改")
+            truth = _changed_positions_reference(f, x, k)
+            if out == truth:
+                continue
+            if sorted(out) == truth:
+                raise Mistake(f"{what} 返回 {out}：位置对了，但请按从小到大的顺序返回")
+            if out == [p + 1 for p in truth]:
+                raise Mistake(f"{what} 返回 {out}，应为 {truth}：位置编号从 0 开始，不是从 1 开始")
+            if out == [k] and truth != [k]:
+                raise Mistake(f"{what} 返回 {out}，应为 {truth}：看起来你比较的是输入 x 和改过的 x，"
+                              "而不是两次的输出 f(x) 和 f(x2)")
+            if out == [] and truth:
+                raise Mistake(f"{what} 返回 []，应为 {truth}：两次输出完全一样，说明“改过的 x”其实没改到，"
+                              "或者两次都用了同一个张量")
+            x2 = x.clone()
+            x2[:, k] += 1.0
+            with torch.no_grad():
+                moved_dims = (f(x2) - f(x)).abs().amax(dim=(0, 1)) > 1e-6  # (d_model,): reduced over the wrong axes
+            changed_dims = moved_dims.nonzero().flatten().tolist()
+            if out == changed_dims and d_model != L:
+                raise Mistake(f"{what} 返回 {out}，应为 {truth}：你在位置这一维上取了最大值，得到的是“哪些特征维变了”；"
+                              "x 的形状是 (B, L, d_model)，位置是第 1 维，要在第 0 和第 2 维上汇总")
+            raise Mistake(f"{what} 返回 {out}，应为 {truth}")
