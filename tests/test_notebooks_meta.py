@@ -85,3 +85,23 @@ def test_setup_cell_installs_only_in_colab(monkeypatch):
     cmd = calls[0]
     assert cmd[1:4] == ["-m", "pip", "install"] and "--no-deps" in cmd
     assert cmd[-1] == f"mha-course @ git+{url}@{branch}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_stored_widget_state(path):
+    """Live widgets need a kernel; their stored state would only bloat the page (tools/strip_widget_state.py)."""
+    assert "widgets" not in load(path).get("metadata", {}), f"{path.name}: run python tools/strip_widget_state.py"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_live_explorers_have_a_static_picture_before_them(path):
+    cells = load(path)["cells"]
+    for i, cell in enumerate(cells):
+        src = source(cell)
+        if cell["cell_type"] == "code" and "mha.widgets." in src and "_explorer()" in src or "head_viewer()" in src:
+            tags = cell["metadata"].get("tags", [])
+            assert "nbval-ignore-output" in tags and "remove-output" in tags, f"{path.name} cell {i}"
+            static = cells[i - 1]
+            assert "_static()" in source(static), f"{path.name} cell {i}: no static twin before the live explorer"
+            assert any(o.get("data", {}).get("image/png") for o in static.get("outputs", [])), \
+                f"{path.name} cell {i - 1}: the static explorer cell stored no picture"

@@ -11,19 +11,28 @@ Each explorer comes in three layers:
 * ``*_static()``: print the default setting's text and return its figure,
   for the website, where no kernel runs the widget.
 
-Notebook pattern (two cells)::
+Notebook pattern (two code cells, one explorer per chapter)::
 
-    fig = mha.widgets.shape_explorer_static()   # static, on the website
+    # cell A -- no tags; stable output (text + one image), what the website shows
+    import matplotlib.pyplot as plt
+    import mha.widgets
+
+    fig = mha.widgets.shape_explorer_static()
     plt.show()
 
-    mha.widgets.shape_explorer()                 # tags: nbval-ignore-output, remove-output
+    # cell B -- tags: nbval-ignore-output, remove-output; the live widget (Colab, Jupyter)
+    mha.widgets.shape_explorer()
+
+Execute such notebooks with ``--ExecutePreprocessor.store_widget_state=False``
+(or strip ``metadata.widgets``): the stored widget state is useless without a
+kernel and would put a few hundred KB of JSON plus CDN scripts on the page.
 """
 from ._base import Explorer, View
-from .heads import (EXAMPLE_SENTENCES, build_head_viewer, head_view, head_viewer, head_viewer_static,
+from .heads import (EXAMPLE_SENTENCES, build_head_viewer, head_view, head_view_all, head_viewer, head_viewer_static,
                     head_weights)
 from .masking import MASK_KINDS, build_mask_explorer, mask_explorer, mask_explorer_static, mask_view, mask_weights
-from .scaling import (D_K_CHOICES, build_scaling_explorer, scaling_explorer, scaling_explorer_static,
-                      scaling_view, score_stats)
+from .scaling import (D_K_CHOICES, build_scaling_explorer, scaling_compare_view, scaling_explorer,
+                      scaling_explorer_static, scaling_view, score_stats)
 from .shapes import (build_shape_explorer, head_width_problem, shape_explorer, shape_explorer_static,
                      shape_steps, shape_view)
 
@@ -31,8 +40,9 @@ __all__ = [
     "View", "Explorer",
     "shape_explorer", "shape_explorer_static", "build_shape_explorer", "shape_steps", "shape_view",
     "head_width_problem",
-    "head_viewer", "head_viewer_static", "build_head_viewer", "head_weights", "head_view", "EXAMPLE_SENTENCES",
+    "head_viewer", "head_viewer_static", "build_head_viewer", "head_weights", "head_view", "head_view_all", "EXAMPLE_SENTENCES",
     "scaling_explorer", "scaling_explorer_static", "build_scaling_explorer", "score_stats", "scaling_view",
+    "scaling_compare_view",
     "D_K_CHOICES",
     "mask_explorer", "mask_explorer_static", "build_mask_explorer", "mask_weights", "mask_view", "MASK_KINDS",
 ]

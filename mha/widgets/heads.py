@@ -9,7 +9,7 @@ from ..viz.heatmap import plot_heatmap, plot_heads
 from ._base import Explorer, View, show_static
 from ._toy import PAD, embed, toy_layer
 
-__all__ = ["EXAMPLE_SENTENCES", "HEAD_DEFAULTS", "head_weights", "head_view", "build_head_viewer",
+__all__ = ["EXAMPLE_SENTENCES", "HEAD_DEFAULTS", "head_weights", "head_view", "head_view_all", "build_head_viewer",
            "head_viewer", "head_viewer_static"]
 
 EXAMPLE_SENTENCES = [
@@ -18,11 +18,11 @@ EXAMPLE_SENTENCES = [
     "I love deep learning",
     "attention is all you need",
 ]
-HEAD_DEFAULTS = {"sentence": EXAMPLE_SENTENCES[0], "head": 1, "d_model": 6, "n_heads": 3}
+HEAD_DEFAULTS = {"sentence": EXAMPLE_SENTENCES[0], "head": 1, "d_model": 6, "n_heads": 2}  # as in chapter 9
 
 
 @torch.no_grad()
-def head_weights(sentence: str, d_model: int = 6, n_heads: int = 3, seed: int = 0):
+def head_weights(sentence: str, d_model: int = 6, n_heads: int = 2, seed: int = 0):
     """Attention weights of a fixed, seeded layer on one sentence.
 
     The sentence is split on spaces; "PAD" tokens are masked as keys
@@ -47,10 +47,10 @@ def head_weights(sentence: str, d_model: int = 6, n_heads: int = 3, seed: int = 
 def _summary(tokens, w) -> str:
     """One line per query: the key it attends to most."""
     best = w.argmax(dim=-1)  # (L,)
-    return "；".join(f"{q} → {tokens[j]} ({w[i, j]:.2f})" for i, (q, j) in enumerate(zip(tokens, best.tolist())))
+    return "，".join(f"{q}→{tokens[j]} {w[i, j]:.2f}" for i, (q, j) in enumerate(zip(tokens, best.tolist())))
 
 
-def head_view(sentence: str = EXAMPLE_SENTENCES[0], head: int = 1, d_model: int = 6, n_heads: int = 3) -> View:
+def head_view(sentence: str = EXAMPLE_SENTENCES[0], head: int = 1, d_model: int = 6, n_heads: int = 2) -> View:
     """Head ``head`` (1-based) next to the average over heads, with token labels."""
     tokens, weights = head_weights(sentence, d_model, n_heads)  # (h, L, L)
     if not 1 <= head <= n_heads:
@@ -62,24 +62,26 @@ def head_view(sentence: str = EXAMPLE_SENTENCES[0], head: int = 1, d_model: int 
     fig.tight_layout()
     text = (f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}；"
             f"未训练、固定随机种子的层）\n"
-            f"head {head}，每个 query 最关注的 key：{_summary(tokens, w)}\n"
-            f"所有头的平均：{_summary(tokens, mean)}")
+            f"每个 query 最关注的 key（query→key 权重）：\n"
+            f"head {head}：{_summary(tokens, w)}\n"
+            f"平均：{_summary(tokens, mean)}")
     if PAD in tokens:
         text += "\nPAD 被 padding mask 遮住：它那一列的权重全是 0。"
     return View(text=text, figure=fig, data={"tokens": tokens, "weights": weights, "head": head})
 
 
-def head_view_all(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 3) -> View:
+def head_view_all(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 2) -> View:
     """Every head plus the average in one row (``mha.viz.plot_heads``): the static picture."""
     tokens, weights = head_weights(sentence, d_model, n_heads)  # (h, L, L)
     fig = plot_heads(weights, tokens, include_mean=True)
-    lines = [f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}）"]
+    lines = [f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}）",
+             "每个 query 最关注的 key（query→key 权重）："]
     lines += [f"head {i + 1}：{_summary(tokens, weights[i])}" for i in range(n_heads)]
     lines.append(f"平均：{_summary(tokens, weights.mean(dim=0))}")
     return View(text="\n".join(lines), figure=fig, data={"tokens": tokens, "weights": weights})
 
 
-def build_head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: int = 3) -> Explorer:
+def build_head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: int = 2) -> Explorer:
     """The widget: a sentence menu and one button per head above the two heatmaps."""
     import ipywidgets as widgets
 
@@ -96,13 +98,13 @@ def build_head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: in
                     title="<b>看每个头</b>：选一句话和一个头，左边是这个头的注意力，右边是所有头的平均")
 
 
-def head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: int = 3) -> None:
+def head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: int = 2) -> None:
     """Display the head viewer (needs a running kernel: Colab, Jupyter)."""
     from IPython.display import display
 
     display(build_head_viewer(sentences, d_model, n_heads).widget)
 
 
-def head_viewer_static(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 3):
+def head_viewer_static(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 2):
     """The default sentence, every head and the average: prints the summary, returns the figure."""
     return show_static(head_view_all(sentence, d_model, n_heads))

@@ -9,7 +9,7 @@ import torch
 from ..steps import attention_scores, masked_softmax
 from ._base import Explorer, View, show_static
 
-__all__ = ["D_K_CHOICES", "score_stats", "scaling_view", "build_scaling_explorer", "scaling_explorer",
+__all__ = ["D_K_CHOICES", "score_stats", "scaling_view", "scaling_compare_view", "build_scaling_explorer", "scaling_explorer",
            "scaling_explorer_static"]
 
 D_K_CHOICES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -79,9 +79,9 @@ def _text(stats: dict) -> str:
     how = "除以 √d_k" if stats["scaled"] else "不缩放"
     target = "≈ 1" if stats["scaled"] else f"≈ √{d_k} = {math.sqrt(d_k):.2f}"
     return (f"d_k = {d_k}，{how}：scores 的标准差 = {std:.2f}（{target}）\n"
-            f"softmax 的一行（{N_KEYS} 个 key）：最大权重 {stats['max_weight']:.2f}，熵 {stats['entropy']:.2f}；"
-            f"{N_QUERIES} 行平均：最大权重 {stats['mean_max_weight']:.2f}，熵 {stats['mean_entropy']:.2f}"
-            f"（完全平均时熵 = ln {N_KEYS} = {stats['uniform_entropy']:.2f}，最大权重 = {1 / N_KEYS:.3f}）")
+            f"  softmax 的一行（{N_KEYS} 个 key）：最大权重 {stats['max_weight']:.2f}，熵 {stats['entropy']:.2f}\n"
+            f"  {N_QUERIES} 行平均：最大权重 {stats['mean_max_weight']:.2f}，熵 {stats['mean_entropy']:.2f}"
+            f"（完全均匀时：{1 / N_KEYS:.3f} 和 ln {N_KEYS} = {stats['uniform_entropy']:.2f}）")
 
 
 def scaling_view(d_k: int = 64, scaled: bool = True) -> View:

@@ -1,6 +1,9 @@
 """Shape explorer: choose B, L, d_model and n_heads, see the real shape after each of the six steps."""
 from __future__ import annotations
 
+import math
+import unicodedata
+
 import torch
 
 from ..steps import merge_heads, project, scaled_dot_product_attention, split_heads
@@ -13,6 +16,7 @@ __all__ = ["head_width_problem", "shape_steps", "shape_view", "build_shape_explo
 
 SHAPE_DEFAULTS = {"batch": 2, "seq_len": 4, "d_model": 512, "n_heads": 8}  # the lecture's (2, 4, 512), h = 8
 MAX_HEADS = 16
+D_MODEL_STEP = 8  # the d_model slider moves in steps of 8
 
 
 def head_width_problem(d_model: int, n_heads: int, max_heads: int = MAX_HEADS) -> str | None:
@@ -23,8 +27,9 @@ def head_width_problem(d_model: int, n_heads: int, max_heads: int = MAX_HEADS) -
         return f"n_heads = {n_heads}：至少要有 1 个头。"
     choices = [h for h in range(1, max_heads + 1) if d_model % h == 0]
     more = ", ..." if any(d_model % h == 0 for h in range(max_heads + 1, d_model + 1)) else ""
-    lower = d_model - d_model % n_heads
-    nearby = [m for m in (lower, lower + n_heads) if m >= 1]
+    step = math.lcm(n_heads, D_MODEL_STEP) if d_model % D_MODEL_STEP == 0 else n_heads  # stay on the slider
+    lower = d_model - d_model % step
+    nearby = [m for m in (lower, lower + step) if m >= 1]
     return (
         f"{d_model} 不能被 {n_heads} 整除（{d_model} / {n_heads} ≈ {d_model / n_heads:.2f}），"
         f"每个头的宽度 d_k = d_model / n_heads 必须是整数；"
@@ -71,6 +76,12 @@ def shape_steps(batch: int, seq_len: int, d_model: int, n_heads: int, seed: int 
             "weights": tuple(weights.shape), "d_k": d_model // n_heads}
 
 
+def _pad(label: str, width: int) -> str:
+    """Left-justify counting a Chinese character as two columns, so the shapes line up."""
+    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in label)
+    return label + " " * max(1, width - used)
+
+
 def shape_view(batch: int = 2, seq_len: int = 4, d_model: int = 512, n_heads: int = 8) -> View:
     """Text listing the six shapes + the flow figure; an impossible setting gets only the explanation."""
     try:
@@ -80,7 +91,7 @@ def shape_view(batch: int = 2, seq_len: int = 4, d_model: int = 512, n_heads: in
     d_k = report["d_k"]
     lines = [f"B = {batch}, L = {seq_len}, d_model = {d_model}, n_heads = {n_heads}"
              f"  →  d_k = {d_model} / {n_heads} = {d_k}"]
-    lines += [f"{label:<28}{shape}" for label, shape in report["steps"]]
+    lines += [f"{_pad(label, 30)}{shape}" for label, shape in report["steps"]]
     lines.append(f"（第 4 步的注意力权重 weights：{report['weights']}，每个头一张 L × L 的表）")
     figure = plot_flow(batch, seq_len, d_model, n_heads).figure
     return View(text="\n".join(lines), figure=figure, data=report)
