@@ -15,7 +15,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
+# tools/fetch_assets.py puts the pinned MathJax (npm registry) into _vendor/ (git-ignored;
+# a no-op when already there): the site serves it itself, no CDN.
 book: $(STAMP)
+	$(BIN)/python tools/fetch_assets.py
 	$(BIN)/jupyter-book build . --builder html $(BUILD_FLAGS)
 	@echo "网站已生成：open $(CURDIR)/_build/html/index.html"
 

@@ -34,3 +34,9 @@ __all__ = [
     "padding_mask_from_lengths",
     "causal_mask",
 ]
+
+# Beyond the lecture (chapter 12): KV cache and grouped-query attention
+from .gqa import GroupedQueryAttention, repeat_kv_heads  # noqa: E402
+from .kv_cache import KVCache  # noqa: E402
+
+__all__ += ["KVCache", "GroupedQueryAttention", "repeat_kv_heads"]

@@ -32,7 +32,10 @@ what was allocated before it (inputs and weights excluded).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import pathlib
 import platform
 import statistics
 import time
@@ -44,7 +47,7 @@ from torch import nn
 from .layer import MultiHeadAttention
 
 __all__ = ["CASES", "BASELINE", "FULL_LENGTHS", "QUICK_LENGTHS", "Row", "make_cases", "measure_time",
-           "measure_peak_memory", "run_benchmark", "format_table", "main"]
+           "measure_peak_memory", "run_benchmark", "format_table", "load_stored_result", "raw_github_url", "main"]
 
 CASES = ("mha_explicit", "mha_fused", "torch_no_weights", "torch_weights")
 BASELINE = "torch_no_weights"
@@ -122,10 +125,28 @@ def measure_time(cases: dict, x: torch.Tensor, repeats: int, warmup: int) -> dic
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+@contextlib.contextmanager
+def _quiet_fd2():
+    """Hide what C++ code writes straight to file descriptor 2 (the profiler's start/stop lines)."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no fd 2 at all: nothing to hide
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _cpu_peak_bytes(fn, params, x) -> int:
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_fd2(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         _forward_backward(fn, params, x)
     events = [e for e in prof.profiler.kineto_results.events()
               if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
@@ -203,6 +224,42 @@ def format_table(result: dict) -> str:
         lines.append(f"{r['L']:>5}  {r['case']:<17} {r['median_ms']:>10.2f} {r['time_ratio']:>7.2f} "
                      f"{r['peak_mib']:>10.1f} {r['memory_ratio']:>7.2f}")
     return "\n".join(lines)
+
+
+STORED_RESULT = "benchmarks/cpu_results.json"  # committed result of a full CPU run
+
+
+def load_stored_result(relpath: str = STORED_RESULT, repo: str | None = None) -> dict:
+    """Read a committed benchmark result.
+
+    Looks for ``relpath`` in the repository checkout that holds this package
+    (editable install) and under the current directory and its parent. If it is
+    not there (e.g. in Colab, where only the package was installed) and
+    ``repo`` is given, downloads the file from GitHub; ``repo`` is the setup
+    cell's ``"git+https://github.com/OWNER/NAME@BRANCH"`` string.
+    """
+    here = pathlib.Path(__file__).resolve().parents[1]
+    for base in (here, pathlib.Path.cwd(), pathlib.Path.cwd().parent):
+        path = base / relpath
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+    if repo is None:
+        raise FileNotFoundError(f"{relpath} not found next to the mha package or the current directory; "
+                                "pass repo='git+https://github.com/OWNER/NAME@BRANCH' to download it")
+    from urllib.request import urlopen
+
+    with urlopen(raw_github_url(repo, relpath), timeout=30) as response:
+        return json.loads(response.read().decode("utf-8"))
+
+
+def raw_github_url(repo: str, relpath: str) -> str:
+    """``git+https://github.com/OWNER/NAME@BRANCH`` -> the raw.githubusercontent.com URL of ``relpath``."""
+    url, _, branch = repo.removeprefix("git+").partition("@")  # "https://github.com/OWNER/NAME", "BRANCH"
+    prefix = "https://github.com/"
+    if not url.startswith(prefix):
+        raise ValueError(f"expected 'git+https://github.com/OWNER/NAME@BRANCH', got {repo!r}")
+    owner_name = url[len(prefix):].rstrip("/").removesuffix(".git")
+    return f"https://raw.githubusercontent.com/{owner_name}/{branch or 'main'}/{relpath}"
 
 
 def _parse_dtype(name: str) -> torch.dtype:

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from .checks import require_float_tensor, require_rank, require_same_dtype_device
+from .kv_cache import KVCache
 from .masks import normalize_mask
 from .steps import fused_attention, merge_heads, project, scaled_dot_product_attention, split_heads
 
@@ -42,6 +43,9 @@ class MultiHeadAttention(nn.Module):
         masks of ``nn.MultiheadAttention`` (True = ignore there); see
         :mod:`mha.masks` for converters.
         output: (B, L, d_model); weights (if requested): (B, h, L, S).
+        cache (optional): an :class:`mha.KVCache` of earlier tokens' keys and
+        values (B, h, S_cached, d_k); the layer then also returns the updated
+        cache (incremental decoding, see :mod:`mha.kv_cache`).
 
     A query whose keys are all masked gets zero attention weights, so its
     context vector is zero and its output is ``W_o``'s bias. Never NaN.
@@ -83,25 +87,29 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        cache: KVCache | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """Run the six steps.
 
         Args:
             query: (B, L, d_model)
             key: (B, S, d_model)
             value: (B, S, d_model)
-            mask: optional, True/1 = may attend, broadcastable to (B, h, L, S).
+            mask: optional, True/1 = may attend, broadcastable to (B, h, L, S);
+                with a cache, S counts the cached tokens too (e.g.
+                ``causal_mask(L, cache.length + L)``).
             need_weights: also return the per-head attention weights.
+            cache: optional :class:`mha.KVCache` (incremental decoding). The
+                new keys/values are appended after the cached ones and the
+                queries attend to all of them.
 
         Returns:
             output (B, L, d_model); with ``need_weights=True`` the tuple
-            ``(output, weights)`` with weights (B, h, L, S).
+            ``(output, weights)`` with weights (B, h, L, S). With a cache the
+            updated cache is appended: ``(output, cache)`` or
+            ``(output, weights, cache)``.
         """
         self._check_inputs(query, key, value)
-        B, L, _ = query.shape
-        S = key.shape[1]
-        if mask is not None:
-            mask = normalize_mask(mask, B, self.n_heads, L, S, device=query.device)
         # Step 2: Linear projections (shape unchanged)
         q = project(query, self.W_q)  # (B, L, d_model)
         k = project(key, self.W_k)  # (B, S, d_model)
@@ -110,13 +118,32 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(q, self.n_heads)  # (B, h, L, d_k)
         k = split_heads(k, self.n_heads)  # (B, h, S, d_k)
         v = split_heads(v, self.n_heads)  # (B, h, S, d_k)
+        if cache is not None:  # decoding: put the earlier tokens' keys/values in front
+            cache = self._extend_cache(cache, k, v)
+            k, v = cache.keys, cache.values  # (B, h, S_cached + S, d_k)
+        mask = self._normalize_mask(mask, q, k)
         # Step 4: scaled dot-product attention, all heads in parallel
         heads, weights = self._attend(q, k, v, mask, need_weights)  # (B, h, L, d_k)
         # Step 5: Concat
         concat = merge_heads(heads)  # (B, L, d_model)
         # Step 6: final Linear W^O
         output = project(concat, self.W_o)  # (B, L, d_model)
-        return (output, weights) if need_weights else output
+        if cache is None:
+            return (output, weights) if need_weights else output
+        return (output, weights, cache) if need_weights else (output, cache)
+
+    def _normalize_mask(self, mask, q, k):
+        """Check the user's mask against (B, h, L, S) of the split queries/keys."""
+        if mask is None:
+            return None
+        B, h, L, _ = q.shape
+        return normalize_mask(mask, B, h, L, k.shape[2], device=q.device)
+
+    def _extend_cache(self, cache, k, v):
+        """The cache with this call's keys/values (B, h, S, d_k) appended."""
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be an mha.KVCache (use KVCache() to start), got {type(cache).__name__}")
+        return cache.append(k, v)
 
     def _attend(self, q, k, v, mask, need_weights):
         """Step 4 on split heads; returns ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``."""

@@ -10,3 +10,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(scope="session")
+def built_site():
+    """The website, built ONCE per test session with the strict command (tests/site_build.py).
+
+    tests/test_site.py fails with the warning text if the build warned; the browser
+    tests (tests/test_browser.py) drive the HTML it wrote to _build/html.
+    """
+    from site_build import build_site
+
+    return build_site()

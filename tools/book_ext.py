@@ -6,8 +6,20 @@ At the start of every build it
    so formulas render without any network;
 2. refuses to build a Chinese site whose search cannot split Chinese words
    (Sphinx silently falls back to a useless splitter when ``jieba`` is missing);
-3. draws the landing page's figure of the six steps with ``mha.viz.plot_flow``
-   into ``book/_generated/`` (git-ignored), so the figure always matches the code.
+3. draws the landing page's figure of the six steps with
+   ``mha.viz.flow_grid.plot_flow_grid`` (the steps and shapes of ``mha.viz.plot_flow``
+   in two rows, legible on a phone) into ``book/_generated/`` (git-ignored), so the
+   figure always matches the code;
+4. drops sphinx-thebe's scripts from every page. Jupyter Book always loads sphinx-thebe
+   (live code via a remote Binder kernel); this book does not offer it (readers use
+   Colab or Binder through the launch buttons), and its page snippet names a CDN
+   script and is even emitted twice, which redeclares a ``const`` and logs a
+   JavaScript error on every page;
+5. loads MathJax on every page (the navigation shows chapter titles with formulas);
+6. puts a Chinese note where a notebook displayed an ipywidgets control. Such a control
+   needs a running kernel; drawing a frozen copy would need RequireJS and the widget
+   manager from CDNs (``nb_ipywidgets_js: {}`` in _config.yml turns them off), and the
+   saved widget state is dropped from the page too.
 """
 from __future__ import annotations
 
@@ -28,10 +40,10 @@ def render_flow_svg() -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mha.viz import plot_flow
+    from mha.viz.flow_grid import plot_flow_grid
 
     with matplotlib.rc_context({"svg.hashsalt": "mha-flow", "svg.fonttype": "path"}):
-        ax = plot_flow()
+        ax = plot_flow_grid()
         buf = io.BytesIO()
         ax.figure.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
         plt.close(ax.figure)
@@ -60,6 +72,51 @@ def _on_config_inited(app, config):
     write_if_changed(FLOW_SVG, render_flow_svg())
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_NOTE = ("这一格会显示一个交互控件（滑块、下拉菜单等），它要有运行中的 Python 才能工作，网页上无法拖动。"
+               "点页面右上角的火箭按钮，在 Colab 或 Binder 中打开本章，运行这一格就能使用。")
+
+
+def _replace_widgets(app, doctree, docname):
+    from docutils import nodes
+
+    for node in list(doctree.findall(nodes.raw)):
+        if WIDGET_VIEW in node.astext():
+            note = nodes.admonition("", nodes.title(text="交互控件"), nodes.paragraph(text=WIDGET_NOTE),
+                                    classes=["tip", "widget-placeholder"])
+            node.replace_self(note)
+
+
+def _is_widget_state(asset) -> bool:
+    return getattr(asset, "attributes", {}).get("type") == WIDGET_STATE
+
+
+def _is_thebe(asset) -> bool:
+    text = f"{getattr(asset, 'filename', asset) or ''} {getattr(asset, 'attributes', {}).get('body', '')}"
+    return "thebe" in text.lower()
+
+
+def _drop_thebe(app, pagename, templatename, context, doctree):
+    for key in ("script_files", "css_files"):
+        if key in context:
+            context[key] = [a for a in context[key] if not (_is_thebe(a) or _is_widget_state(a))]
+
+
+def _drop_thebe_config(app, doctree, docname):
+    from docutils import nodes
+
+    for node in list(doctree.findall(nodes.raw)):
+        if "text/x-thebe-config" in node.astext():
+            node.parent.remove(node)
+
+
 def setup(app):
+    # Chapter titles in the navigation hold math ($W^O$), so every page -- also search and
+    # index pages without a formula of their own -- must load MathJax, or they show raw TeX.
+    app.set_html_assets_policy("always")
     app.connect("config-inited", _on_config_inited)
+    app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("doctree-resolved", _drop_thebe_config, priority=900)
+    app.connect("doctree-resolved", _replace_widgets, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
