@@ -42,7 +42,7 @@ def test_first_cell_is_the_setup_cell_from_config(path):
     assert source(first) == want["source"], (
         f"{path.name}: first cell differs from the setup cell derived from _config.yml; run python tools/setup_cell.py")
     assert first["metadata"].get("cellView") == "form"
-    assert "hide-input" in first["metadata"].get("tags", [])
+    assert first["metadata"].get("tags") == ["remove-cell"], "the setup cell is removed from the website"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

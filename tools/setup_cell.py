@@ -46,12 +46,16 @@ def setup_cell_source(url: str, branch: str) -> str:
 
 
 def setup_cell() -> dict:
-    """The setup cell as an nbformat code-cell dict (hidden on the site and in Colab's form view)."""
+    """The setup cell as an nbformat code-cell dict.
+
+    Hidden in Colab's form view (``cellView: form``) and removed from the
+    website (``remove-cell``: a reader of the site never needs it).
+    """
     url, branch = read_repository()
     return {
         "cell_type": "code",
         "execution_count": None,
-        "metadata": {"cellView": "form", "tags": ["hide-input"]},
+        "metadata": {"cellView": "form", "tags": ["remove-cell"]},
         "outputs": [],
         "source": setup_cell_source(url, branch),
     }
@@ -64,7 +68,8 @@ def rewrite(path: pathlib.Path) -> bool:
     cells = nb["cells"]
     first = cells[0] if cells else None
     if first is not None and first["cell_type"] == "code" and "".join(first["source"]).startswith("# @title 环境准备"):
-        if "".join(first["source"]) == want["source"] and first["metadata"].get("cellView") == "form":
+        same_meta = all(first["metadata"].get(k) == v for k, v in want["metadata"].items())
+        if "".join(first["source"]) == want["source"] and same_meta:
             return False
         want["execution_count"] = first.get("execution_count")
         cells[0] = want
