@@ -97,7 +97,7 @@ def _is_thebe(asset) -> bool:
     return "thebe" in text.lower()
 
 
-def _drop_thebe(app, pagename, templatename, context, doctree):
+def _drop_unused_scripts(app, pagename, templatename, context, doctree):
     for key in ("script_files", "css_files"):
         if key in context:
             context[key] = [a for a in context[key] if not (_is_thebe(a) or _is_widget_state(a))]
@@ -116,7 +116,7 @@ def setup(app):
     # index pages without a formula of their own -- must load MathJax, or they show raw TeX.
     app.set_html_assets_policy("always")
     app.connect("config-inited", _on_config_inited)
-    app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("html-page-context", _drop_unused_scripts, priority=900)
     app.connect("doctree-resolved", _drop_thebe_config, priority=900)
     app.connect("doctree-resolved", _replace_widgets, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

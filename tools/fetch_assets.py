@@ -27,6 +27,7 @@ VENDOR = ROOT / "_vendor"
 
 # Exact versions: the site is reproducible and the stamp knows when to refetch.
 MATHJAX = "mathjax@3.2.2"
+MATHJAX_TGZ_SHA256 = "1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09"
 # What of MathJax's ``es5/`` folder the site needs: the TeX+MathML->CommonHTML bundle,
 # the TeX extensions it autoloads, the CommonHTML fonts, the menu and its
 # accessibility tools (speech rule engine), loaded on demand from the same folder.
@@ -45,7 +46,7 @@ MATHJAX_ENTRY = "mathjax/tex-mml-chtml.js"
 
 
 def _stamp_text() -> str:
-    return json.dumps({"mathjax": MATHJAX, "parts": MATHJAX_PARTS}, sort_keys=True)
+    return json.dumps({"mathjax": MATHJAX, "sha256": MATHJAX_TGZ_SHA256, "parts": MATHJAX_PARTS}, sort_keys=True)
 
 
 def _npm_pack(spec: str, dest: pathlib.Path) -> pathlib.Path:
@@ -66,20 +67,31 @@ def _npm_pack(spec: str, dest: pathlib.Path) -> pathlib.Path:
     return tarballs[0]
 
 
+def _check_sha256(path: pathlib.Path, expected: str) -> None:
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != expected:
+        raise RuntimeError(f"{path.name}: sha256 {got} but expected {expected} (tools/fetch_assets.py)")
+
+
 def _safe_extract(tgz: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
     with tarfile.open(tgz) as tar:
         for member in tar.getmembers():
             target = (dest / member.name).resolve()
             if not str(target).startswith(str(dest.resolve())) or member.issym() or member.islnk():
                 raise RuntimeError(f"refusing to unpack suspicious member {member.name!r} of {tgz.name}")
-        tar.extractall(dest)
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.12 (and security backports)
+            tar.extractall(dest, filter="data")
+        else:
+            tar.extractall(dest)
     return dest / "package"
 
 
 def fetch_mathjax(vendor: pathlib.Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        package = _safe_extract(_npm_pack(MATHJAX, tmp), tmp)
+        tgz = _npm_pack(MATHJAX, tmp)
+        _check_sha256(tgz, MATHJAX_TGZ_SHA256)
+        package = _safe_extract(tgz, tmp)
         es5 = package / "es5"
         target = vendor / "mathjax"
         for part in MATHJAX_PARTS:
@@ -111,15 +123,6 @@ def ensure_assets(vendor: pathlib.Path = VENDOR, quiet: bool = False) -> pathlib
     shutil.rmtree(vendor, ignore_errors=True)
     staging.rename(vendor)
     return vendor
-
-
-def digest(vendor: pathlib.Path = VENDOR) -> str:
-    """A short hash of every vendored file (for reports and debugging)."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in vendor.rglob("*") if p.is_file()):
-        h.update(path.relative_to(vendor).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,263 @@
+"""The built website in a real browser (headless Debian chromium driven by playwright).
+
+The site (built once per session by the ``built_site`` fixture) is served on
+127.0.0.1 by a thread; every request to any other host is aborted and recorded,
+so the pages are checked as a reader without access to CDNs or Google sees them.
+
+For every page of _toc.yml: no console errors, every formula rendered by the
+self-hosted MathJax (no raw TeX left in the text, no MathJax errors), every image
+loaded, no sideways scrolling at phone width, and on notebook pages the Colab
+link opens that notebook. A Chinese search finds the expected chapters.
+Screenshots go to _build/screenshots/{desktop,phone}/.
+
+Without a browser these tests skip with a message; with MHA_REQUIRE_BROWSER=1
+(set by .ci/run) a missing browser is a failure.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import pathlib
+import re
+import threading
+import time
+from urllib.parse import quote, urlparse
+
+import pytest
+
+from site_pages import ROOT, colab_url, pages
+
+CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SHOTS = ROOT / "_build" / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+PAGES = pages()
+NOTEBOOK_PAGES = [p for p in PAGES if p.is_notebook]
+SEARCHES = ["注意力", "分头"]
+
+
+def _sync_playwright():
+    """playwright's entry point, or skip/fail (MHA_REQUIRE_BROWSER=1) with the reason."""
+    problem = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem = "the python package `playwright` is not installed (pip install -r requirements.txt)"
+    if problem is None and not os.access(CHROMIUM, os.X_OK):
+        problem = f"no browser at {CHROMIUM} (Debian: apt-get install chromium)"
+    if problem:
+        message = f"browser tests need a browser: {problem}"
+        if os.environ.get("MHA_REQUIRE_BROWSER") == "1":
+            pytest.fail(message + " -- MHA_REQUIRE_BROWSER=1, so this is a failure")
+        pytest.skip(message)
+    return sync_playwright
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    assert (built_site.html / "index.html").is_file(), "the site was not built"
+    handler = functools.partial(_QuietHandler, directory=str(built_site.html))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+# Runs in the page once MathJax is done: everything the checks need, in one round trip.
+INSPECT = r"""async () => {
+  const imgs = [...document.images];
+  imgs.forEach(i => { if (i.loading === 'lazy') i.loading = 'eager'; });
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => {
+    i.addEventListener('load', r); i.addEventListener('error', r); setTimeout(r, 5000); })));
+  const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
+  const maths = [...document.querySelectorAll('.math')];
+  const unrendered = maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.trim().slice(0, 100));
+  const merrors = [...document.querySelectorAll('mjx-merror')].map(m => m.getAttribute('data-mjx-error') || m.textContent);
+  const skip = 'pre, code, script, style, textarea, noscript, mjx-container, .highlight';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {acceptNode: n =>
+    (n.parentElement && !n.parentElement.closest(skip)) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT});
+  const tex = /\$\$|\\\(|\\\[|\\(frac|sqrt|text|mathrm|mathbf|top|cdot|times|left|right|begin|end|operatorname|dots|qquad)(?![a-zA-Z])|\$[^$\s][^$\n]{0,80}\$/;
+  const raw = [];
+  while (walker.nextNode()) { const t = walker.currentNode.textContent; if (tex.test(t)) raw.push(t.trim().slice(0, 120)); }
+  return {
+    title: document.title, lang: document.documentElement.lang,
+    broken_images: broken, images: imgs.length,
+    math: maths.length, rendered: document.querySelectorAll('mjx-container').length,
+    unrendered_math: unrendered, math_errors: merrors, raw_tex: raw,
+    colab: [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => a.href),
+    overflow_px: document.documentElement.scrollWidth - window.innerWidth,
+  };
+}"""
+
+MATHJAX_READY = "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise"
+
+
+def _visit(page, url: str, log: list) -> dict:
+    start = time.perf_counter()
+    page.goto(url, wait_until="load")
+    try:
+        page.wait_for_function(MATHJAX_READY, timeout=20_000)
+        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    except Exception as exc:  # reported as a page error below
+        log.append(f"MathJax did not start: {type(exc).__name__}")
+    report = page.evaluate(INSPECT)
+    report["seconds"] = round(time.perf_counter() - start, 2)
+    return report
+
+
+@pytest.fixture(scope="module")
+def sync_playwright():
+    return _sync_playwright()
+
+
+@pytest.fixture(scope="module")
+def browsed(sync_playwright, server):  # the browser check first: no site build just to skip
+    """Open every page (desktop, then phone width) once; collect what the tests assert."""
+    for sub in ("desktop", "phone"):
+        (SHOTS / sub).mkdir(parents=True, exist_ok=True)
+    outside, reports, searches = [], {}, {}
+    current = {"page": None}
+
+    def gate(route):
+        # The network is cut off: only the loopback site answers; anything else is recorded.
+        if urlparse(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            outside.append((current["page"], route.request.url))
+            route.abort()
+
+    def watch(page, log):
+        page.on("console", lambda m: log.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: log.append(f"uncaught: {e}"))
+        page.on("response", lambda r: log.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+        page.on("requestfailed", lambda r: log.append(f"request failed: {r.url} ({r.failure})"))
+
+    start = time.perf_counter()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        desktop = browser.new_context(viewport=DESKTOP, locale="zh-CN", service_workers="block")
+        phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
+                                    locale="zh-CN", service_workers="block")
+        for ctx in (desktop, phone):
+            ctx.route("**/*", gate)
+            ctx.set_default_timeout(30_000)
+
+        # the gate itself must work: a request to a CDN is aborted and recorded
+        probe = desktop.new_page()
+        current["page"] = "probe"
+        probe.goto(f"{server}/book/intro.html", wait_until="load")
+        probe.evaluate("() => fetch('https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js').then(() => 'ok', () => 'blocked')")
+        probe.close()
+
+        for view, ctx in (("desktop", desktop), ("phone", phone)):
+            for p in PAGES:
+                current["page"] = p.name
+                log = []
+                page = ctx.new_page()
+                watch(page, log)
+                report = _visit(page, f"{server}/{p.html}", log)
+                page.screenshot(path=str(SHOTS / view / f"{p.name}.png"))
+                page.close()
+                report["errors"] = log
+                reports[(view, p.name)] = report
+
+        page = desktop.new_page()
+        page.goto(f"{server}/book/intro.html", wait_until="load")
+        page.wait_for_function(MATHJAX_READY)
+        page.screenshot(path=str(SHOTS / "desktop" / "intro-full.png"), full_page=True)
+        page.close()
+        for i, query in enumerate(SEARCHES):
+            current["page"] = f"search:{query}"
+            log = []
+            page = desktop.new_page()
+            watch(page, log)
+            page.goto(f"{server}/search.html?q={quote(query)}", wait_until="load")
+            page.wait_for_function(
+                "() => typeof Search !== 'undefined' && Search.title && Search.title.innerText === _('Search Results')",
+                timeout=30_000)
+            hrefs = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(a => a.getAttribute('href'))")
+            page.screenshot(path=str(SHOTS / "desktop" / f"search-{i}.png"))
+            page.close()
+            searches[query] = {"hrefs": hrefs, "errors": log}
+        browser.close()
+    seconds = time.perf_counter() - start
+    (SHOTS / "report.json").write_text(json.dumps(
+        {"seconds": round(seconds, 1), "outside": outside, "searches": searches,
+         "pages": {f"{v}/{n}": r for (v, n), r in reports.items()}}, ensure_ascii=False, indent=1), encoding="utf-8")
+    return {"outside": outside, "pages": reports, "searches": searches, "seconds": seconds}
+
+
+def test_the_network_gate_blocks_and_records_outside_requests(browsed):
+    assert ("probe", "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js") in browsed["outside"]
+
+
+def test_pages_request_nothing_outside_the_site(browsed):
+    outside = [(page, url) for page, url in browsed["outside"] if page != "probe"]
+    assert not outside, f"pages asked for resources outside the site (blocked here, slow or blocked for readers): {outside}"
+
+
+@pytest.mark.parametrize("view", ["desktop", "phone"])
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_console_errors(browsed, page, view):
+    errors = browsed["pages"][(view, page.name)]["errors"]
+    assert not errors, f"{page.html} ({view}): {errors}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_formula_is_rendered(browsed, page):
+    r = browsed["pages"][("desktop", page.name)]
+    assert not r["unrendered_math"], f"formulas MathJax did not render: {r['unrendered_math'][:5]}"
+    assert not r["math_errors"], f"TeX errors: {r['math_errors'][:5]}"
+    assert not r["raw_tex"], f"raw TeX visible in the text: {r['raw_tex'][:5]}"
+    assert r["rendered"] >= r["math"]
+
+
+def test_landing_page_formulas_are_typeset(browsed):
+    r = browsed["pages"][("desktop", "intro")]
+    assert r["math"] >= 2 and r["rendered"] >= r["math"], r
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_image_loads(browsed, page):
+    r = browsed["pages"][("desktop", page.name)]
+    assert not r["broken_images"], f"images that did not load: {r['broken_images']}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES, ids=lambda p: p.name)
+def test_colab_link_opens_this_notebook(browsed, page):
+    links = browsed["pages"][("desktop", page.name)]["colab"]
+    assert links and set(links) == {colab_url(page)}, links
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_phone_width_has_no_sideways_scrolling(browsed, page):
+    r = browsed["pages"][("phone", page.name)]
+    assert r["overflow_px"] <= 1, f"{page.html} is {r['overflow_px']} px wider than a {PHONE['width']} px phone"
+
+
+def _title_docs(site: pathlib.Path, word: str) -> set:
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(text[text.index("(") + 1: text.rindex(")")])
+    return {doc for doc, title in zip(index["docnames"], index["titles"]) if word in re.sub("<[^>]+>", "", title)}
+
+
+@pytest.mark.parametrize("query", SEARCHES)
+def test_chinese_search_finds_the_chapter(browsed, built_site, query):
+    expected = _title_docs(built_site.html, query)
+    if not expected:
+        pytest.skip(f"no page title contains {query!r} yet")
+    result = browsed["searches"][query]
+    assert not result["errors"], result["errors"]
+    found = {re.sub(r"\.html.*$", "", h) for h in result["hrefs"]}
+    assert expected <= found, f"searching {query!r} should find {sorted(expected)}, found {sorted(found)}"

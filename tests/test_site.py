@@ -1,0 +1,325 @@
+"""The website: strict build, self-hosted assets, launch buttons, Chinese search, alt text.
+
+The site is built once per session (fixture ``built_site``, tests/site_build.py);
+these tests read the HTML it wrote. tests/test_browser.py checks the same pages
+in a real browser.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from site_build import problems_in
+from site_pages import ROOT, binder_url, colab_url, config, pages, repository
+
+PAGES = pages()
+NOTEBOOK_PAGES = [p for p in PAGES if p.is_notebook]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Tags whose URL the browser fetches on its own (links <a href> are only followed when clicked).
+LOADING = {"script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src", "audio": "src",
+           "embed": "src", "object": "data", "track": "src", "input": "src"}
+LOADING_LINK_RELS = {"stylesheet", "preload", "modulepreload", "icon", "shortcut", "apple-touch-icon", "manifest",
+                     "prefetch", "preconnect", "dns-prefetch"}
+OUTSIDE = re.compile(r"^(https?:)?//", re.I)
+CSS_URL = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])\s*((?:https?:)?//[^'")\s]+)""", re.I)
+
+
+def soup(path: pathlib.Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def outside_loads(html: str) -> list:
+    """URLs outside the site that a page would load by itself (scripts, styles, images, fonts, frames)."""
+    doc = BeautifulSoup(html, "html.parser")
+    found = []
+    for tag, attr in LOADING.items():
+        for el in doc.find_all(tag):
+            if OUTSIDE.match(el.get(attr, "") or ""):
+                found.append(f"<{tag} {attr}={el[attr]}>")
+            for src in (el.get("srcset") or "").split(","):
+                if OUTSIDE.match(src.strip()):
+                    found.append(f"<{tag} srcset={src.strip()}>")
+    for el in doc.find_all("link"):
+        rels = {r.lower() for r in el.get("rel", [])}
+        if rels & LOADING_LINK_RELS and OUTSIDE.match(el.get("href", "") or ""):
+            found.append(f"<link rel={' '.join(rels)} href={el['href']}>")
+    for el in doc.find_all("style"):
+        found += [f"<style> {u}" for u in CSS_URL.findall(el.get_text())]
+    for el in doc.find_all(style=True):
+        found += [f"style= {u}" for u in CSS_URL.findall(el["style"])]
+    return found
+
+
+def html_files(site: pathlib.Path) -> list:
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
+@pytest.fixture(scope="module")
+def site(built_site) -> pathlib.Path:
+    assert (built_site.html / "index.html").is_file(), f"the build wrote no site:\n{built_site.log[-5000:]}"
+    return built_site.html
+
+
+# ---------------------------------------------------------------- the build itself
+
+def test_strict_build_has_no_warnings(built_site):
+    text = "\n".join(built_site.problems)
+    assert not built_site.problems, f"`jupyter-book build . -W -n --keep-going` warned:\n{text}"
+    assert built_site.returncode == 0, built_site.log[-5000:]
+
+
+def test_warning_detector_sees_sphinx_warnings():
+    log = ("reading sources... [100%] book/intro\n"
+           "\x1b[91m/work/book/x.md:3: WARNING: undefined label: 'nope' [ref.ref]\x1b[39;49;00m\n"
+           "build succeeded.\n")
+    assert problems_in(log) == ["/work/book/x.md:3: WARNING: undefined label: 'nope' [ref.ref]"]
+    assert problems_in("build succeeded.\n") == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_toc_page_is_built_in_chinese(site, page):
+    doc = soup(site / page.html)
+    assert doc.html.get("lang") == "zh-CN"
+    assert doc.find("article") and doc.find("article").find("h1"), f"{page.html} has no title"
+
+
+def test_chapters_are_numbered_across_parts(site):
+    numbered = [p for p in PAGES if p.numbered]
+    assert numbered, "the toc has no numbered chapters"
+    for k, page in enumerate(numbered, start=1):
+        number = soup(site / page.html).find("article").find("h1").find("span", class_="section-number")
+        assert number is not None and number.get_text().strip() == f"{k}.", (page.docname, number)
+
+
+# ---------------------------------------------------------------- nothing loads from outside
+
+def test_outside_loads_detector_can_fail():
+    bad = ('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>'
+           '<link rel="stylesheet" href="//fonts.googleapis.com/css?family=Roboto">'
+           '<style>@font-face{src:url(https://x.example/f.woff2)}</style>'
+           '<a href="https://colab.research.google.com/x">ok: a link, not a load</a>'
+           '<script src="../_static/mathjax/tex-mml-chtml.js"></script>')
+    assert len(outside_loads(bad)) == 3
+
+
+def test_no_page_loads_anything_from_outside_the_site(site):
+    found = {p.relative_to(site).as_posix(): outside_loads(p.read_text(encoding="utf-8")) for p in html_files(site)}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"pages load resources from outside the site (blocked or slow for many readers): {found}"
+
+
+def test_stylesheets_load_nothing_from_outside(site):
+    found = {}
+    for css in (site / "_static").rglob("*.css"):
+        urls = CSS_URL.findall(css.read_text(encoding="utf-8", errors="replace"))
+        if urls:
+            found[css.relative_to(site).as_posix()] = urls
+    assert not found, f"stylesheets fetch from outside the site: {found}"
+
+
+def test_mathjax_is_served_by_the_site(site):
+    assert not OUTSIDE.match(config()["sphinx"]["config"]["mathjax_path"])
+    with_math = [p for p in html_files(site) if soup(p).find(class_="math")]
+    assert with_math, "no page has a formula; the landing page at least should"
+    for path in with_math:
+        scripts = [s["src"] for s in soup(path).find_all("script", src=True) if "mathjax" in s["src"].lower()]
+        assert len(scripts) == 1, (path.name, scripts)
+        target = (path.parent / scripts[0].split("?")[0]).resolve()
+        assert target.is_file() and site.resolve() / "_static" / "mathjax" in target.parents, (path.name, target)
+    fonts = list((site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    assert len(fonts) > 10, "MathJax's CommonHTML fonts are missing"
+
+
+def _fetch_assets():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import fetch_assets
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    return fetch_assets
+
+
+def test_asset_fetch_is_skipped_when_current_and_checks_the_tarball(tmp_path, monkeypatch):
+    fa = _fetch_assets()
+    vendor = tmp_path / "_vendor"
+    (vendor / "mathjax").mkdir(parents=True)
+    (vendor / fa.MATHJAX_ENTRY).write_text("// stub")
+    (vendor / ".stamp").write_text(fa._stamp_text())
+    monkeypatch.setattr(fa.shutil, "which", lambda name: None)  # npm "missing": must not be needed
+    assert fa.ensure_assets(vendor, quiet=True) == vendor
+    (vendor / ".stamp").write_text("old pins")
+    with pytest.raises(RuntimeError, match="npm is needed"):
+        fa.ensure_assets(vendor, quiet=True)
+    tgz = tmp_path / "x.tgz"
+    tgz.write_bytes(b"not mathjax")
+    with pytest.raises(RuntimeError, match="sha256"):
+        fa._check_sha256(tgz, fa.MATHJAX_TGZ_SHA256)
+
+
+def test_mathjax_and_generated_files_are_not_committed():
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files", "_vendor", "book/_generated"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert tracked == [], f"fetched/generated files are committed: {tracked[:5]}"
+    ignored = subprocess.run(["git", "check-ignore", "_vendor/mathjax/x.js", "book/_generated/flow.svg",
+                              ".venv-colab/bin/python"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert len(ignored) == 3, ignored
+
+
+# ---------------------------------------------------------------- launch buttons
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES, ids=lambda p: p.name)
+def test_launch_buttons_point_at_this_notebook(site, page):
+    doc = soup(site / page.html)
+    hrefs = [a.get("href", "") for a in doc.find_all("a")]
+    assert colab_url(page) in hrefs, [h for h in hrefs if "colab" in h]
+    assert binder_url(page) in hrefs, [h for h in hrefs if "binder" in h]
+    assert colab_url(page).endswith(f"/blob/{repository()[1]}/{page.docname}.ipynb")
+    # the download button offers the .ipynb itself, which the site serves
+    downloads = [a for a in doc.find_all("a") if a.get("href", "").endswith(page.name + ".ipynb")
+                 and "_sources" in a.get("href", "")]
+    assert downloads, "no .ipynb download link"
+    assert (site / "_sources" / (page.docname + ".ipynb")).is_file()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_repository_button_uses_the_configured_url(site, page):
+    hrefs = [a.get("href", "") for a in soup(site / page.html).find_all("a")]
+    assert repository()[0] in hrefs
+
+
+# ---------------------------------------------------------------- search, figures, copy buttons
+
+def _search_index(site: pathlib.Path) -> dict:
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1: text.rindex(")")])
+
+
+def test_search_index_splits_chinese_words(site):
+    index = _search_index(site)
+    chinese = [t for t in index["terms"] if CJK.search(t)]
+    assert len(chinese) > 20, f"hardly any Chinese words in the search index: {chinese}"
+    # jieba splits a sentence into words: no giant unsplit runs of characters
+    assert max(map(len, chinese)) <= 8, sorted(chinese, key=len)[-5:]
+    intro = index["docnames"].index("book/intro")
+    for word in ("注意力", "多头"):
+        docs = index["terms"].get(word, []) + index["titleterms"].get(word, [])
+        docs = docs if isinstance(docs, list) else [docs]
+        assert intro in docs, f"searching {word!r} would not find the landing page"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_figures_have_alt_text(site, page):
+    article = soup(site / page.html).find("article") or soup(site / page.html)
+    bad = []
+    for img in article.find_all("img"):
+        alt = (img.get("alt") or "").strip()
+        if not alt or re.search(r"\.(png|svg|jpe?g|gif)$", alt, re.I) or alt.startswith(("../", "_images")):
+            bad.append(img.get("src"))
+    assert not bad, (
+        f"{page.source.name}: images without a description (alt text): {bad}. In a notebook, give the figure "
+        'cell the metadata {"mystnb": {"image": {"alt": "一句中文描述"}}}.')
+
+
+def test_landing_page_figure_is_drawn_from_the_code(site):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from book_ext import render_flow_svg
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    imgs = [i for i in soup(site / "book/intro.html").find_all("img") if i["src"].endswith("flow.svg")]
+    assert len(imgs) == 1 and len(imgs[0]["alt"]) > 40, imgs
+    built = (site / "book" / imgs[0]["src"]).resolve().read_bytes()
+    assert built == render_flow_svg(), "the landing figure is stale: rebuild (it is regenerated by every build)"
+
+
+def test_flow_grid_draws_every_step_with_its_shape_in_ascii():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mha.viz.flow import flow_shapes
+    from mha.viz.flow_grid import plot_flow_grid
+
+    ax = plot_flow_grid(B=3, L=5, d_model=64, n_heads=4)
+    texts = [t.get_text() for t in ax.texts]
+    plt.close(ax.figure)
+    for label, shape in flow_shapes(3, 5, 64, 4):
+        assert label in texts and shape in texts, (label, shape)
+    assert "(3, 4, 5, 16)" in texts  # split heads: (B, h, L, d_k)
+    assert all(t.isascii() for t in texts), "figure text must be ASCII (Colab has no CJK font)"
+    with pytest.raises(ValueError, match="divisible"):
+        plot_flow_grid(d_model=10, n_heads=4)
+    with pytest.raises(ValueError, match="ncols"):
+        plot_flow_grid(ncols=0)
+
+
+def test_landing_figure_alt_text_states_every_shape(site):
+    from mha.viz.flow import flow_shapes
+
+    alt = [i for i in soup(site / "book/intro.html").find_all("img") if i["src"].endswith("flow.svg")][0]["alt"]
+    for _, shape in flow_shapes():
+        assert re.sub(r"\d+x\d+=", "", shape) in alt, shape
+
+
+def test_landing_page_chapter_links_match_the_numbering(site):
+    """intro.md writes "第 N 章" by hand: each must point at the page numbered N."""
+    links = [a for a in soup(site / "book/intro.html").find("article").find_all("a", href=True)
+             if re.fullmatch(r"第 \d+ 章", a.get_text().strip())]
+    assert len(links) >= 6, links
+    for a in links:
+        n = re.search(r"\d+", a.get_text()).group()
+        target = soup(site / "book" / a["href"].split("#")[0]).find("article").find("h1")
+        number = target.find("span", class_="section-number")
+        assert number is not None and number.get_text().strip() == f"{n}.", (a.get_text(), a["href"])
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES, ids=lambda p: p.name)
+def test_code_cells_have_copy_buttons(site, page):
+    doc = soup(site / page.html)
+    assert any("copybutton" in s["src"] for s in doc.find_all("script", src=True))
+    assert doc.select("div.cell div.highlight pre"), "no code cell found"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES, ids=lambda p: p.name)
+def test_widgets_become_a_note_without_any_widget_javascript(site, page):
+    nb = json.loads(page.source.read_text(encoding="utf-8"))
+    shown = sum(
+        1 for cell in nb["cells"] if cell["cell_type"] == "code"
+        and not {"remove-output", "remove-cell"} & set(cell.get("metadata", {}).get("tags", []))
+        for out in cell.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in out.get("data", {}))
+    html = (site / page.html).read_text(encoding="utf-8")
+    assert len(soup(site / page.html).select(".widget-placeholder")) == shown
+    assert "application/vnd.jupyter.widget-state+json" not in html
+    assert "application/vnd.jupyter.widget-view+json" not in html
+    assert "require.min.js" not in html and "html-manager" not in html
+
+
+def test_phone_viewport_meta(site):
+    meta = soup(site / "book/intro.html").find("meta", attrs={"name": "viewport"})
+    assert meta and "width=device-width" in meta["content"]
+
+
+# ---------------------------------------------------------------- publishing
+
+def test_pages_workflow_builds_with_make_book_and_publishes():
+    wf = yaml.safe_load((ROOT / ".github/workflows/pages.yml").read_text(encoding="utf-8"))
+    on = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on:` key as True
+    assert "main" in on["push"]["branches"]
+    steps = [s for job in wf["jobs"].values() for s in job.get("steps", [])]
+    runs = " ".join(s.get("run", "") for s in steps)
+    assert "make book" in runs and "jupyter-book" not in runs, "publish what `make book` builds, as the README says"
+    uploads = [s for s in steps if "upload-pages-artifact" in s.get("uses", "")]
+    assert uploads and uploads[0]["with"]["path"] == "_build/html"
+    assert any("deploy-pages" in s.get("uses", "") for s in steps)
+    assert wf["permissions"]["pages"] == "write" and wf["permissions"]["id-token"] == "write"
