@@ -285,8 +285,11 @@ def main(argv=None) -> dict:
     lengths = tuple(args.lengths) if args.lengths else (QUICK_LENGTHS if args.quick else FULL_LENGTHS)
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 7)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
-    result = run_benchmark(lengths, args.batch, args.d_model, args.heads, args.device, args.dtype,
-                           repeats, warmup, log=lambda s: print(s, flush=True))
+    try:
+        result = run_benchmark(lengths, args.batch, args.d_model, args.heads, args.device, args.dtype,
+                               repeats, warmup, log=lambda s: print(s, flush=True))
+    except (ValueError, TypeError) as error:  # bad device/dtype/sizes: a usage message, not a traceback
+        parser.error(str(error))
     print(format_table(result))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

@@ -1,0 +1,79 @@
+"""Line plots for chapters 11 and 12: training curves, cost against sequence length, benchmark results.
+
+All labels are ASCII or mathtext (no CJK glyphs in figures).
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from ._style import head_color
+
+__all__ = ["plot_curves", "plot_benchmark"]
+
+_MARKERS = "osD^v<>p"
+
+
+def plot_curves(x, series: dict, xlabel: str, ylabel: str, title=None, log=False, ref_slopes=(), ax=None):
+    """Draw several curves over the same x values.
+
+    Args:
+        x: the shared x values (e.g. training steps or sequence lengths L).
+        series: ``{label: y values}``, one curve each (same length as ``x``).
+        log: log-log axes (for costs that grow like a power of L).
+        ref_slopes: on log axes, dashed reference lines ``y ~ x**p`` for each
+            p, anchored at the first point of the first series.
+
+    Returns:
+        The matplotlib ``Axes``.
+    """
+    x = list(x)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    for i, (label, y) in enumerate(series.items()):
+        y = [float(v) for v in y]
+        if len(y) != len(x):
+            raise ValueError(f"series {label!r} has {len(y)} values but x has {len(x)}")
+        ax.plot(x, y, marker=_MARKERS[i % len(_MARKERS)], markersize=4 if len(x) > 15 else 6,
+                color=head_color(i), label=label)
+    if log:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(v) for v in x])
+        ax.minorticks_off()
+        first = [float(v) for v in next(iter(series.values()))]
+        for j, p in enumerate(ref_slopes):
+            ref = [first[0] * (xi / x[0]) ** p for xi in x]
+            ax.plot(x, ref, linestyle=("--", ":", "-.")[j % 3], color="gray", linewidth=1.2,
+                    label=rf"$\propto L^{{{p}}}$")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return ax
+
+
+def plot_benchmark(result: dict):
+    """Two panels from a ``python -m mha.bench`` result: median time and peak memory against L.
+
+    Args:
+        result: the dict that :func:`mha.bench.run_benchmark` returns (or its JSON file, loaded).
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    rows = result["rows"]
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    lengths = sorted({r["L"] for r in rows})
+    cfg = result["config"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for ax, key, ylabel in ((left, "median_ms", "forward + backward, median ms"),
+                            (right, "peak_mib", "peak extra memory, MiB")):
+        series = {c: [next(r[key] for r in rows if r["case"] == c and r["L"] == L) for L in lengths] for c in cases}
+        plot_curves(lengths, series, "sequence length L", ylabel, log=True, ax=ax)
+    fig.suptitle(f"B={cfg['batch']}, d_model={cfg['d_model']}, h={cfg['n_heads']}, "
+                 f"{cfg['device']} {cfg['dtype']}, {cfg['threads']} threads, torch {cfg['torch']}")
+    fig.tight_layout()
+    return fig
