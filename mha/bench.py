@@ -47,7 +47,7 @@ from torch import nn
 from .layer import MultiHeadAttention
 
 __all__ = ["CASES", "BASELINE", "FULL_LENGTHS", "QUICK_LENGTHS", "Row", "make_cases", "measure_time",
-           "measure_peak_memory", "run_benchmark", "format_table", "load_stored_result", "raw_github_url", "main"]
+           "measure_peak_memory", "run_benchmark", "format_table", "load_stored_result", "main"]
 
 CASES = ("mha_explicit", "mha_fused", "torch_no_weights", "torch_weights")
 BASELINE = "torch_no_weights"
@@ -226,40 +226,23 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-STORED_RESULT = "benchmarks/cpu_results.json"  # committed result of a full CPU run
+STORED_RESULT = "cpu_results.json"  # a full CPU run, shipped inside the package (mha/data/)
 
 
-def load_stored_result(relpath: str = STORED_RESULT, repo: str | None = None) -> dict:
-    """Read a committed benchmark result.
+def load_stored_result(name: str = STORED_RESULT) -> dict:
+    """Read a benchmark result stored in the package (``mha/data/NAME``).
 
-    Looks for ``relpath`` in the repository checkout that holds this package
-    (editable install) and under the current directory and its parent. If it is
-    not there (e.g. in Colab, where only the package was installed) and
-    ``repo`` is given, downloads the file from GitHub; ``repo`` is the setup
-    cell's ``"git+https://github.com/OWNER/NAME@BRANCH"`` string.
+    The file travels with ``mha`` itself, so the chapter reads it in Colab or
+    anywhere else without a repository checkout or network access. Refresh it
+    with ``python -m mha.bench --out mha/data/cpu_results.json``.
     """
-    here = pathlib.Path(__file__).resolve().parents[1]
-    for base in (here, pathlib.Path.cwd(), pathlib.Path.cwd().parent):
-        path = base / relpath
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-    if repo is None:
-        raise FileNotFoundError(f"{relpath} not found next to the mha package or the current directory; "
-                                "pass repo='git+https://github.com/OWNER/NAME@BRANCH' to download it")
-    from urllib.request import urlopen
+    from importlib import resources
 
-    with urlopen(raw_github_url(repo, relpath), timeout=30) as response:
-        return json.loads(response.read().decode("utf-8"))
-
-
-def raw_github_url(repo: str, relpath: str) -> str:
-    """``git+https://github.com/OWNER/NAME@BRANCH`` -> the raw.githubusercontent.com URL of ``relpath``."""
-    url, _, branch = repo.removeprefix("git+").partition("@")  # "https://github.com/OWNER/NAME", "BRANCH"
-    prefix = "https://github.com/"
-    if not url.startswith(prefix):
-        raise ValueError(f"expected 'git+https://github.com/OWNER/NAME@BRANCH', got {repo!r}")
-    owner_name = url[len(prefix):].rstrip("/").removesuffix(".git")
-    return f"https://raw.githubusercontent.com/{owner_name}/{branch or 'main'}/{relpath}"
+    path = resources.files("mha") / "data" / name
+    if not path.is_file():
+        raise FileNotFoundError(f"no stored benchmark result mha/data/{name}; "
+                                f"create it with python -m mha.bench --out mha/data/{name}")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _parse_dtype(name: str) -> torch.dtype:
