@@ -34,6 +34,7 @@ nbval: $(STAMP)
 execute: $(STAMP)
 	$(BIN)/python tools/setup_cell.py
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=120 book/*.ipynb
+	$(BIN)/python tools/strip_widget_state.py book/*.ipynb
 
 clean:
 	rm -rf _build
