@@ -106,3 +106,17 @@ def test_live_explorers_have_a_static_picture_before_them(path):
             assert "_static()" in source(static), f"{path.name} cell {i}: no static twin before the live explorer"
             assert any(o.get("data", {}).get("image/png") for o in static.get("outputs", [])), \
                 f"{path.name} cell {i - 1}: the static explorer cell stored no picture"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_valid_nbformat_with_cell_ids(path):
+    import warnings
+
+    import nbformat
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # MissingIDFieldWarning becomes a failure
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+    ids = [cell.id for cell in nb.cells]
+    assert len(ids) == len(set(ids)), f"{path.name}: duplicate cell ids"

@@ -54,6 +54,7 @@ def setup_cell() -> dict:
     url, branch = read_repository()
     return {
         "cell_type": "code",
+        "id": "colab-setup",
         "execution_count": None,
         "metadata": {"cellView": "form", "tags": ["remove-cell"]},
         "outputs": [],
@@ -69,7 +70,7 @@ def rewrite(path: pathlib.Path) -> bool:
     first = cells[0] if cells else None
     if first is not None and first["cell_type"] == "code" and "".join(first["source"]).startswith("# @title 环境准备"):
         same_meta = all(first["metadata"].get(k) == v for k, v in want["metadata"].items())
-        if "".join(first["source"]) == want["source"] and same_meta:
+        if "".join(first["source"]) == want["source"] and same_meta and first.get("id") == want["id"]:
             return False
         want["execution_count"] = first.get("execution_count")
         cells[0] = want
