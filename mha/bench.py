@@ -35,14 +35,12 @@ import argparse
 import contextlib
 import json
 import os
-import pathlib
 import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass
 
 import torch
-from torch import nn
 
 from .layer import MultiHeadAttention
 

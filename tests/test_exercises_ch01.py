@@ -3,24 +3,7 @@ import pytest
 import torch
 
 from mha.exercises import check_changed_positions, check_changed_positions_fn, check_output_shape, results
-
-
-def verdict(capsys, checker, answer):
-    ok = checker(answer, record=False)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, f"expected exactly one verdict line, got {out!r}"
-    return ok, out
-
-
-def _raise_not_implemented(*args):
-    raise NotImplementedError
-
-
-def _raise_value_error(*args):
-    raise ValueError("boom")
-
-
-STUBS = [None, ..., _raise_not_implemented, lambda *a: ...]
+from exercise_support import STUBS, raise_value_error, verdict
 
 
 # ---------------------------------------------------------------- 1.1
@@ -94,7 +77,7 @@ def test_1_2_wrong_answers_are_named(capsys, wrong, needle):
 
 @pytest.mark.parametrize("garbage", [
     "all", 42, [2], {"linear": [2]}, {"linear": "2", "mha": "all"}, {"linear": [2.0], "mha": [0]},
-    {"linear": [2], "mha": [0, -1]}, {"linear": [True], "mha": [0]}, _raise_value_error,
+    {"linear": [2], "mha": [0, -1]}, {"linear": [True], "mha": [0]}, raise_value_error,
 ])
 def test_1_2_garbage_never_raises(capsys, garbage):
     ok, out = verdict(capsys, check_changed_positions, garbage)
@@ -188,7 +171,7 @@ def test_1_3_wrong_answers_are_named(capsys, wrong, needle):
 
 
 @pytest.mark.parametrize("garbage", [
-    "fn", 42, _raise_value_error, lambda f, x, k: float("nan"), lambda f, x, k: torch.full((3,), float("nan")),
+    "fn", 42, raise_value_error, lambda f, x, k: float("nan"), lambda f, x, k: torch.full((3,), float("nan")),
     lambda f, x, k: "0,1,2", lambda f, x, k: [0.0, 1.0], lambda f, x, k: torch.zeros(2, 2, dtype=torch.long),
     lambda f, x, k: f, lambda: [0],
 ])

@@ -6,24 +6,7 @@ import torch
 
 from mha.exercises import check_block_inputs, check_build_x, check_positional_encoding, results
 from mha.positional import sinusoidal_positional_encoding
-
-
-def verdict(capsys, checker, answer):
-    ok = checker(answer, record=False)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, f"expected exactly one verdict line, got {out!r}"
-    return ok, out
-
-
-def _raise_not_implemented(*args):
-    raise NotImplementedError
-
-
-def _raise_value_error(*args):
-    raise ValueError("boom")
-
-
-STUBS = [None, ..., _raise_not_implemented, lambda *a: ...]
+from exercise_support import STUBS, raise_value_error, verdict
 
 
 # ---------------------------------------------------------------- 2.1
@@ -94,7 +77,7 @@ def test_2_1_shape_dtype_value_mistakes(capsys, wrong, needle):
 
 
 @pytest.mark.parametrize("garbage", [
-    "pe", 42, _raise_value_error, lambda L, d: torch.full((L, d), float("nan")), lambda L, d: [[0.0] * d] * L,
+    "pe", 42, raise_value_error, lambda L, d: torch.full((L, d), float("nan")), lambda L, d: [[0.0] * d] * L,
     lambda L, d: (pe_solution(L, d), None), lambda: 0, lambda L, d: torch.zeros(L, d, dtype=torch.complex64),
 ])
 def test_2_1_garbage_never_raises(capsys, garbage):
@@ -158,7 +141,7 @@ def test_2_2_mutating_the_ids_is_named(capsys):
 
 
 @pytest.mark.parametrize("garbage", [
-    "x", 42, _raise_value_error, lambda ids, emb: torch.full((1, 4, 6), float("nan")),
+    "x", 42, raise_value_error, lambda ids, emb: torch.full((1, 4, 6), float("nan")),
     lambda ids, emb: ids, lambda ids, emb: emb, lambda ids, emb: (build_x_solution(ids, emb), None),
     lambda ids, emb: build_x_solution(ids, emb).double(), lambda ids, emb: emb(ids.float()),
 ])
@@ -240,7 +223,7 @@ def test_2_3_in_place_mask_edit_is_named(capsys):
 
 
 @pytest.mark.parametrize("garbage", [
-    "x", 42, _raise_value_error, lambda *a: (1, 2, 3, 4), lambda *a: None and 0,
+    "x", 42, raise_value_error, lambda *a: (1, 2, 3, 4), lambda *a: None and 0,
     lambda b, e, d, o, m: (e, e, e), lambda b, e, d, o, m: (e, e, e, "mask"),
     lambda b, e, d, o, m: (torch.full_like(e, float("nan")),) * 3 + (None,),
     lambda b, e, d, o, m: (e, e, e, torch.ones(7, 7)), lambda b, e, d, o, m: (e, e, e, torch.ones(2, 2, 1, 1)),

@@ -5,12 +5,12 @@ import pytest
 import torch
 from torch import nn
 
+from exercise_support import verdict as shared_verdict
 from mha.exercises import check_layer_shapes, check_load_from_torch, check_my_multihead_attention
 
 
 def verdict(check, answer, capsys):
-    ok = check(answer, record=False)
-    return ok, capsys.readouterr().out
+    return shared_verdict(capsys, check, answer)
 
 
 # ---------- 8.1 shapes ----------

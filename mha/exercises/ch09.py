@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
 from ._core import Mistake, NotDone, call, checker, expect_close, expect_shape, expect_tensor, is_stub
 

@@ -82,7 +82,7 @@ def mask_view(kind: str = "both", length: int = 3, padded_len: int = 4) -> View:
             f"{_EXPLAIN[kind]}\n"
             f"被遮住的 {hidden} 个位置：{h} 个头的权重"
             + ("全部 = 0" if max_hidden == 0 else f"最大 {max_hidden:.2e}（应当是 0！）")
-            + f"；每行权重之和 = 1。")
+            + "；每行权重之和 = 1。")
     return View(text=text, figure=fig, data=result)
 
 

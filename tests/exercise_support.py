@@ -1,0 +1,21 @@
+"""Helpers shared by the checker tests (tests/test_exercises_ch*.py)."""
+
+
+def verdict(capsys, checker, answer):
+    """Run a checker without recording it; assert it printed exactly one line; return (ok, line)."""
+    ok = checker(answer, record=False)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1, f"expected exactly one verdict line, got {out!r}"
+    return ok, out
+
+
+def raise_not_implemented(*args):
+    raise NotImplementedError
+
+
+def raise_value_error(*args):
+    raise ValueError("boom")
+
+
+# What an untouched stub cell hands to a checker.
+STUBS = [None, ..., raise_not_implemented, lambda *a: ...]
