@@ -17,5 +17,9 @@ def raise_value_error(*args):
     raise ValueError("boom")
 
 
+def return_ellipsis(*args):
+    return ...
+
+
 # What an untouched stub cell hands to a checker.
-STUBS = [None, ..., raise_not_implemented, lambda *a: ...]
+STUBS = [None, ..., raise_not_implemented, return_ellipsis]

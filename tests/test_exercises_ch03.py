@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from mha.exercises import check_count_parameters, check_project_matmul, check_projection_shape, results
+from exercise_support import raise_not_implemented, raise_value_error, return_ellipsis
 
 
 # ---------------------------------------------------------------- references
@@ -30,18 +31,6 @@ CHECKERS = [
 ]
 
 
-def _stub_raises(*args):
-    raise NotImplementedError
-
-
-def _stub_ellipsis(*args):
-    return ...
-
-
-def _raises_value_error(*args):
-    raise ValueError("boom")
-
-
 def _returns_nan(*args):
     return torch.full((2, 4, 6), float("nan"))
 
@@ -53,7 +42,7 @@ def test_reference_passes(check, ref, capsys):
 
 
 @pytest.mark.parametrize("check, ref", CHECKERS)
-@pytest.mark.parametrize("stub", [_stub_raises, _stub_ellipsis, None, ...])
+@pytest.mark.parametrize("stub", [raise_not_implemented, return_ellipsis, None, ...])
 def test_stub_is_not_done(check, ref, stub, capsys):
     assert check(stub) is False
     assert "还没完成" in capsys.readouterr().out
@@ -61,7 +50,7 @@ def test_stub_is_not_done(check, ref, stub, capsys):
 
 @pytest.mark.parametrize("check, ref", CHECKERS)
 @pytest.mark.parametrize("garbage", [
-    "a string", 42, 3.5, _raises_value_error, _returns_nan,
+    "a string", 42, 3.5, raise_value_error, _returns_nan,
     lambda *a: "text", lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
     lambda *a: (1.5, 2), lambda *a: [None], lambda *a: float("nan"), lambda *a: True, lambda *a: {"x": 1},
 ])

@@ -5,21 +5,8 @@ import pytest
 import torch
 
 from mha.exercises import check_middle_widths, check_one_head_weights, check_padding_mask
-
-
-def stub_raises(*args):
-    raise NotImplementedError
-
-
-def stub_ellipsis(*args):
-    return ...
-
-
-def crashes(*args):
-    raise ValueError("boom")
-
-
-STUBS = [stub_raises, stub_ellipsis, None, ...]
+from exercise_support import STUBS
+from exercise_support import raise_value_error as crashes
 
 
 # ---------------------------------------------------------------- 9.1

@@ -3,21 +3,8 @@ import pytest
 import torch
 
 from mha.exercises import check_causal_mask, check_combine_masks, check_cross_attention_shapes
-
-
-def stub_raises(*args):
-    raise NotImplementedError
-
-
-def stub_ellipsis(*args):
-    return ...
-
-
-def crashes(*args):
-    raise ValueError("boom")
-
-
-STUBS = [stub_raises, stub_ellipsis, None, ...]
+from exercise_support import STUBS
+from exercise_support import raise_value_error as crashes
 
 
 # ---------------------------------------------------------------- 10.1
