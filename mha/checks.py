@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["require_tensor", "require_float_tensor", "require_rank", "require_same_dtype_device"]
+__all__ = ["require_tensor", "require_float_tensor", "require_rank", "require_same_dtype_device",
+           "require_head_config", "require_attention_inputs"]
 
 
 def _shape(t: torch.Tensor) -> str:
@@ -49,3 +50,36 @@ def require_same_dtype_device(tensors: dict[str, torch.Tensor]) -> None:
             raise TypeError(f"{name} has dtype {t.dtype} but {first_name} has dtype {first.dtype}; expected all the same")
         if t.device != first.device:
             raise ValueError(f"{name} is on device {t.device} but {first_name} is on {first.device}; expected the same device")
+
+
+def require_head_config(d_model, n_heads, dropout: float) -> None:
+    """Validate a layer's ``d_model``, ``n_heads`` (must divide ``d_model``) and ``dropout``."""
+    for name, value in (("d_model", d_model), ("n_heads", n_heads)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise TypeError(f"d_model and n_heads must be positive ints, got {name}={value!r}")
+    if d_model % n_heads != 0:
+        raise ValueError(
+            f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads} "
+            f"({d_model} / {n_heads} = {d_model / n_heads:.3g} is not a whole head width d_k)"
+        )
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+
+
+def require_attention_inputs(query, key, value, d_model: int, weight: torch.Tensor) -> None:
+    """Validate query (B, L, d_model), key/value (B, S, d_model) against each other and the layer's ``weight``."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        require_float_tensor(t, name)
+    require_rank(query, 3, "query", "(B, L, d_model)")
+    require_rank(key, 3, "key", "(B, S, d_model)")
+    require_rank(value, 3, "value", "(B, S, d_model)")
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.shape[-1] != d_model:
+            raise ValueError(f"{name} must have last dim d_model={d_model}, got shape {_shape(t)}")
+    if key.shape[:2] != value.shape[:2]:
+        raise ValueError(f"key and value must have the same (B, S), got key {_shape(key)} and value {_shape(value)}")
+    if query.shape[0] != key.shape[0]:
+        raise ValueError(
+            f"query and key must have the same batch size B, got query {_shape(query)} and key {_shape(key)}"
+        )
+    require_same_dtype_device({"query": query, "key": key, "value": value, "the layer's weights": weight})

@@ -26,10 +26,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import require_float_tensor, require_rank, require_same_dtype_device
+from .checks import require_attention_inputs, require_float_tensor, require_head_config, require_rank
 from .kv_cache import KVCache
 from .masks import normalize_mask
-from .steps import fused_attention, merge_heads, project, scaled_dot_product_attention, split_heads
+from .steps import attend, merge_heads, project, split_heads
 
 __all__ = ["GroupedQueryAttention", "repeat_kv_heads"]
 
@@ -69,18 +69,14 @@ class GroupedQueryAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, dropout: float = 0.0, bias: bool = True,
                  fused: bool = True):
         super().__init__()
-        for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise TypeError(f"{name} must be a positive int, got {value!r}")
-        if d_model % n_heads != 0:
-            raise ValueError(f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads}")
+        require_head_config(d_model, n_heads, dropout)
+        if not isinstance(n_kv_heads, int) or isinstance(n_kv_heads, bool) or n_kv_heads < 1:
+            raise TypeError(f"n_kv_heads must be a positive int, got {n_kv_heads!r}")
         if n_heads % n_kv_heads != 0:
             raise ValueError(
                 f"n_heads must be divisible by n_kv_heads (each K/V head serves a whole group of query heads): "
                 f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}"
             )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
         self.n_heads = n_heads
         self.n_kv_heads = n_kv_heads
@@ -116,11 +112,7 @@ class GroupedQueryAttention(nn.Module):
             B, h, L, _ = q.shape
             mask = normalize_mask(mask, B, h, L, k.shape[2], device=q.device)
         # Step 4: scaled dot-product attention, all h query heads in parallel
-        if self.fused and not need_weights:
-            p = self.dropout.p if self.training else 0.0
-            heads, weights = fused_attention(q, k, v, mask, dropout_p=p), None  # (B, h, L, d_k)
-        else:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=self.dropout)  # (B, h, L, d_k)
+        heads, weights = attend(q, k, v, mask, self.dropout, need_weights, self.fused)  # (B, h, L, d_k)
         # Step 5: Concat
         concat = merge_heads(heads)  # (B, L, d_model)
         # Step 6: final Linear W^O
@@ -130,16 +122,7 @@ class GroupedQueryAttention(nn.Module):
         return (output, weights, cache) if need_weights else (output, cache)
 
     def _check_inputs(self, query, key, value) -> None:
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            require_float_tensor(t, name)
-            require_rank(t, 3, name, "(B, L, d_model)" if name == "query" else "(B, S, d_model)")
-            if t.shape[-1] != self.d_model:
-                raise ValueError(f"{name} must have last dim d_model={self.d_model}, got shape {tuple(t.shape)}")
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(f"key and value must have the same (B, S), got {tuple(key.shape)} and {tuple(value.shape)}")
-        if query.shape[0] != key.shape[0]:
-            raise ValueError(f"query and key must have the same batch size B, got {tuple(query.shape)} and {tuple(key.shape)}")
-        require_same_dtype_device({"query": query, "key": key, "value": value, "the layer's weights": self.W_q.weight})
+        require_attention_inputs(query, key, value, self.d_model, self.W_q.weight)
 
     def extra_repr(self) -> str:
         return (f"d_model={self.d_model}, n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, "

@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import require_float_tensor, require_rank, require_same_dtype_device
+from .checks import require_attention_inputs, require_head_config
 from .kv_cache import KVCache
 from .masks import normalize_mask
-from .steps import fused_attention, merge_heads, project, scaled_dot_product_attention, split_heads
+from .steps import attend, merge_heads, project, split_heads
 
 __all__ = ["MultiHeadAttention"]
 
@@ -59,15 +59,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int = 512, n_heads: int = 8, dropout: float = 0.1, bias: bool = True, fused: bool = True):
         super().__init__()
-        if not isinstance(d_model, int) or not isinstance(n_heads, int) or d_model < 1 or n_heads < 1:
-            raise TypeError(f"d_model and n_heads must be positive ints, got d_model={d_model!r}, n_heads={n_heads!r}")
-        if d_model % n_heads != 0:
-            raise ValueError(
-                f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads} "
-                f"({d_model} / {n_heads} = {d_model / n_heads:.3g} is not a whole head width d_k)"
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        require_head_config(d_model, n_heads, dropout)
         self.d_model = d_model
         self.n_heads = n_heads
         self.d_k = d_model // n_heads
@@ -147,32 +139,10 @@ class MultiHeadAttention(nn.Module):
 
     def _attend(self, q, k, v, mask, need_weights):
         """Step 4 on split heads; returns ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``."""
-        if self.fused and not need_weights:
-            p = self.dropout.p if self.training else 0.0
-            return fused_attention(q, k, v, mask, dropout_p=p), None
-        return scaled_dot_product_attention(q, k, v, mask, dropout=self.dropout)
+        return attend(q, k, v, mask, self.dropout, need_weights, self.fused)
 
     def _check_inputs(self, query, key, value) -> None:
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            require_float_tensor(t, name)
-        require_rank(query, 3, "query", "(B, L, d_model)")
-        require_rank(key, 3, "key", "(B, S, d_model)")
-        require_rank(value, 3, "value", "(B, S, d_model)")
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"{name} must have last dim d_model={self.d_model}, got shape {tuple(t.shape)}"
-                )
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"key and value must have the same (B, S), got key {tuple(key.shape)} and value {tuple(value.shape)}"
-            )
-        if query.shape[0] != key.shape[0]:
-            raise ValueError(
-                f"query and key must have the same batch size B, got query {tuple(query.shape)} and key {tuple(key.shape)}"
-            )
-        param = self.W_q.weight
-        require_same_dtype_device({"query": query, "key": key, "value": value, "the layer's weights": param})
+        require_attention_inputs(query, key, value, self.d_model, self.W_q.weight)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}, fused={self.fused}"

@@ -29,6 +29,7 @@ __all__ = [
     "masked_softmax",
     "scaled_dot_product_attention",
     "fused_attention",
+    "attend",
     "merge_heads",
 ]
 
@@ -149,3 +150,15 @@ def fused_attention(
     safe_mask = mask | ~has_key  # a fully masked row attends everywhere, then is zeroed below
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe_mask, dropout_p=dropout_p)  # (B, h, L, d_k)
     return out.masked_fill(~has_key, 0.0)
+
+
+def attend(q, k, v, mask, dropout: nn.Dropout, need_weights: bool, fused: bool):
+    """Step 4 for a layer: the fused kernel when weights are not needed (and ``fused``), else the explicit path.
+
+    Returns ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``. ``dropout``
+    is the layer's ``nn.Dropout``; it is active only in training mode.
+    """
+    if fused and not need_weights:
+        p = dropout.p if dropout.training else 0.0
+        return fused_attention(q, k, v, mask, dropout_p=p), None
+    return scaled_dot_product_attention(q, k, v, mask, dropout=dropout)
