@@ -4,6 +4,7 @@ The course package of 多头注意力，一步一步. The full layer is
 :class:`MultiHeadAttention`; each step of the lecture is a function in
 :mod:`mha.steps`; masks live in :mod:`mha.masks`.
 """
+from .display import fmt
 from .interop import from_torch, to_torch
 from .layer import MultiHeadAttention
 from .masks import causal_mask, padding_mask, padding_mask_from_lengths
@@ -33,6 +34,7 @@ __all__ = [
     "padding_mask",
     "padding_mask_from_lengths",
     "causal_mask",
+    "fmt",
 ]
 
 # Beyond the lecture (chapter 12): KV cache and grouped-query attention

@@ -1,0 +1,49 @@
+"""Print numbers the same way on every machine.
+
+``print(tensor)`` lets torch choose the format from the values: a row of sums
+that comes out exactly 1 prints as ``tensor([1., 1.])`` and one that comes out
+0.99999994 prints as ``tensor([1.0000, 1.0000])``; a "zero" that is 1e-10 on
+another CPU switches the whole tensor to scientific notation. Which of these
+happens depends on the BLAS kernel, the SIMD level and the thread count. The
+chapters print through :func:`fmt` instead: a fixed number of decimals,
+rounded first, and no negative zero, so a stored notebook output reproduces
+on any CPU.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+__all__ = ["fmt"]
+
+
+def fmt(x, decimals: int = 4) -> str:
+    """Format a tensor, array or number with exactly ``decimals`` decimals.
+
+    Args:
+        x: a ``torch.Tensor`` (any shape, float, int or bool), a numpy array, a
+            Python or numpy number, or a list of numbers.
+        decimals: digits after the decimal point (ignored for integer and bool values).
+
+    Returns:
+        The text, laid out like numpy's ``repr`` of the array (rows on their
+        own lines), e.g. ``fmt(torch.tensor([1.0, 0.5]), 2)`` -> ``'[1.00 0.50]'``.
+    """
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+        raise ValueError(f"decimals must be a non-negative int, got {decimals!r}")
+    if isinstance(x, torch.Tensor):
+        array = x.detach().cpu().numpy()
+    elif isinstance(x, (numbers.Number, np.generic, np.ndarray, list, tuple)):
+        array = np.asarray(x)
+    else:
+        raise TypeError(f"fmt expects a tensor, an array or numbers, got {type(x).__name__}")
+    if array.dtype.kind not in "fc":  # ints and bools print as they are
+        return np.array2string(array, separator=", ") if array.ndim else str(array.item())
+    array = np.asarray(np.round(array.astype(np.float64), decimals))
+    array[array == 0] = 0.0  # -0.0 -> 0.0: a tiny negative must not print as "-0.0000"
+    if array.ndim == 0:
+        return f"{array.item():.{decimals}f}"
+    return np.array2string(array, separator=", ", floatmode="fixed", precision=decimals,
+                           suppress_small=True, max_line_width=120, threshold=10_000)
