@@ -6,7 +6,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 BUILD_FLAGS := -W -n --keep-going
 
-.PHONY: book test unit nbval site execute clean
+# Stored outputs must not depend on the CPU: the same nbval run under other BLAS/SIMD
+# paths and thread counts (see README, "给维护者").
+NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg book
+KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
+KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
+KERNELS_OTHER := $(KERNELS_AVX2) $(KERNELS_SCALAR)
+
+.PHONY: book test unit nbval nbval-other-kernels nbval-matrix site execute clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,13 +29,24 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_FLAGS)
 	@echo "网站已生成：open $(CURDIR)/_build/html/index.html"
 
-test: unit nbval
+test: unit nbval nbval-other-kernels
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests
 
 nbval: $(STAMP)
-	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg book
+	$(NBVAL)
+
+# One pass that changes every kernel choice at once (part of `make test`).
+nbval-other-kernels: $(STAMP)
+	env $(KERNELS_OTHER) $(NBVAL)
+
+# The full numeric matrix: native, AVX2 BLAS, scalar ATen on one thread, and all of them together.
+nbval-matrix: $(STAMP)
+	$(NBVAL)
+	env $(KERNELS_AVX2) $(NBVAL)
+	env $(KERNELS_SCALAR) $(NBVAL)
+	env $(KERNELS_OTHER) $(NBVAL)
 
 # Re-execute every notebook in place (after editing a chapter), then commit with outputs.
 execute: $(STAMP)
