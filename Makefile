@@ -51,7 +51,7 @@ nbval-matrix: $(STAMP)
 # Re-execute every notebook in place (after editing a chapter), then commit with outputs.
 execute: $(STAMP)
 	$(BIN)/python tools/setup_cell.py
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=120 book/*.ipynb
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=180 book/*.ipynb
 	$(BIN)/python tools/strip_widget_state.py book/*.ipynb
 
 clean:

@@ -6,8 +6,17 @@ from hypothesis import strategies as st
 import mha
 
 
+def with_random_biases(module):
+    """PyTorch starts Linear/in_proj biases at zero; tests must see non-zero ones."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith("bias"):
+                p.normal_()
+    return module
+
+
 def layer64(d_model=16, h=4, bias=True):
-    return mha.MultiHeadAttention(d_model, h, dropout=0.0, bias=bias).double().eval()
+    return with_random_biases(mha.MultiHeadAttention(d_model, h, dropout=0.0, bias=bias).double().eval())
 
 
 def test_forward_is_the_composition_of_the_steps():
@@ -23,7 +32,7 @@ def test_forward_is_the_composition_of_the_steps():
 
 def test_fused_equals_explicit_float32_and_float64():
     for dtype, atol in ((torch.float32, 1e-5), (torch.float64, 1e-10)):
-        layer = mha.MultiHeadAttention(64, 8, dropout=0.0).to(dtype).eval()
+        layer = with_random_biases(mha.MultiHeadAttention(64, 8, dropout=0.0).to(dtype).eval())
         q = torch.randn(3, 7, 64, dtype=dtype)
         kv = torch.randn(3, 9, 64, dtype=dtype)
         mask = mha.padding_mask_from_lengths([9, 4, 1], 9)
@@ -61,7 +70,7 @@ def test_causal_upper_triangle_is_zero():
 
 
 def test_fully_masked_row_is_zero_not_nan_in_both_paths():
-    layer = mha.MultiHeadAttention(16, 4, dropout=0.0).eval()
+    layer = with_random_biases(mha.MultiHeadAttention(16, 4, dropout=0.0).eval())
     x = torch.randn(2, 3, 16, requires_grad=True)
     mask = torch.ones(2, 1, 3, 3, dtype=torch.bool)
     mask[0, 0, 1] = False  # query 1 of sequence 0 may attend nothing
@@ -94,7 +103,9 @@ def test_mask_accepts_int_float_and_all_broadcast_shapes():
     torch.testing.assert_close(layer(x, x, x, mask=base.int()), expected)
     torch.testing.assert_close(layer(x, x, x, mask=base.double()), expected)
     for shape_mask in (base[0, 0], base[:, 0], base[:, :1], base[:, :1, :1]):
-        layer(x, x, x, mask=shape_mask)  # broadcasts without error
+        # (L, S), (B, L, S), (B, 1, L, S), (B, 1, 1, S): each acts as its broadcast to (B, h, L, S)
+        full = (shape_mask.unsqueeze(1) if shape_mask.dim() == 3 else shape_mask).expand(B, h, L, L)
+        torch.testing.assert_close(layer(x, x, x, mask=shape_mask), layer(x, x, x, mask=full.clone()))
     torch.testing.assert_close(layer(x, x, x, mask=base[0, 0]), layer(x, x, x, mask=base[:1, :1]))
 
 
@@ -109,7 +120,7 @@ def test_eval_is_deterministic_and_dropout_only_in_training():
 
 
 def test_gradcheck_tiny_layer():
-    layer = mha.MultiHeadAttention(4, 2, dropout=0.0).double().eval()
+    layer = with_random_biases(mha.MultiHeadAttention(4, 2, dropout=0.0).double().eval())
     q = torch.randn(1, 3, 4, dtype=torch.float64, requires_grad=True)
     kv = torch.randn(1, 2, 4, dtype=torch.float64, requires_grad=True)
     mask = torch.tensor([[True, False], [True, True], [False, True]])
@@ -127,6 +138,7 @@ def test_property_random_shapes_match_torch(B, L, S, h, d_k, bias, seed):
     torch.manual_seed(seed)
     d_model = h * d_k
     reference = torch.nn.MultiheadAttention(d_model, h, bias=bias, batch_first=True, dtype=torch.float64).eval()
+    with_random_biases(reference)
     ours = mha.from_torch(reference).eval()
     q = torch.randn(B, L, d_model, dtype=torch.float64)
     kv = torch.randn(B, S, d_model, dtype=torch.float64)

@@ -16,10 +16,10 @@ At the start of every build it
    script and is even emitted twice, which redeclares a ``const`` and logs a
    JavaScript error on every page;
 5. loads MathJax on every page (the navigation shows chapter titles with formulas);
-6. puts a Chinese note where a notebook displayed an ipywidgets control. Such a control
-   needs a running kernel; drawing a frozen copy would need RequireJS and the widget
-   manager from CDNs (``nb_ipywidgets_js: {}`` in _config.yml turns them off), and the
-   saved widget state is dropped from the page too.
+6. drops saved ipywidgets state from every page: a live control needs a running kernel,
+   and drawing a frozen copy would need RequireJS and the widget manager from CDNs
+   (``nb_ipywidgets_js: {}`` in _config.yml turns them off). The live explorer cells are
+   tagged ``remove-output``; a static picture stands before each.
 """
 from __future__ import annotations
 
@@ -72,20 +72,7 @@ def _on_config_inited(app, config):
     write_if_changed(FLOW_SVG, render_flow_svg())
 
 
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-WIDGET_NOTE = ("这一格会显示一个交互控件（滑块、下拉菜单等），它要有运行中的 Python 才能工作，网页上无法拖动。"
-               "点页面右上角的火箭按钮，在 Colab 或 Binder 中打开本章，运行这一格就能使用。")
-
-
-def _replace_widgets(app, doctree, docname):
-    from docutils import nodes
-
-    for node in list(doctree.findall(nodes.raw)):
-        if WIDGET_VIEW in node.astext():
-            note = nodes.admonition("", nodes.title(text="交互控件"), nodes.paragraph(text=WIDGET_NOTE),
-                                    classes=["tip", "widget-placeholder"])
-            node.replace_self(note)
 
 
 def _is_widget_state(asset) -> bool:
@@ -118,5 +105,4 @@ def setup(app):
     app.connect("config-inited", _on_config_inited)
     app.connect("html-page-context", _drop_unused_scripts, priority=900)
     app.connect("doctree-resolved", _drop_thebe_config, priority=900)
-    app.connect("doctree-resolved", _replace_widgets, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

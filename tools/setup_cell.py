@@ -11,27 +11,21 @@ import json
 import pathlib
 import sys
 
+import yaml
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DIST_NAME = "mha-course"
 TITLE = "# @title 环境准备：在 Colab 中安装课程包 mha（本地运行时什么也不做） { display-mode: \"form\" }"
 
 
 def read_repository() -> tuple[str, str]:
-    """Return ``(url, branch)`` from ``_config.yml`` (a tiny reader: no YAML dependency needed)."""
-    url = branch = None
-    in_repo = False
-    for line in (ROOT / "_config.yml").read_text(encoding="utf-8").splitlines():
-        if not line.startswith(" ") and line.strip():
-            in_repo = line.startswith("repository:")
-            continue
-        key, _, value = line.strip().partition(":")
-        if in_repo and key == "url":
-            url = value.strip()
-        if in_repo and key == "branch":
-            branch = value.strip()
+    """Return ``(url, branch)`` from ``_config.yml``'s ``repository`` section."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8")) or {}
+    repository = config.get("repository") or {}
+    url, branch = repository.get("url"), repository.get("branch")
     if not url or not branch:
         raise ValueError("_config.yml must set repository.url and repository.branch")
-    return url, branch
+    return str(url), str(branch)
 
 
 def setup_cell_source(url: str, branch: str) -> str:
