@@ -13,7 +13,7 @@ KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
 KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 KERNELS_OTHER := $(KERNELS_AVX2) $(KERNELS_SCALAR)
 
-.PHONY: book test unit nbval nbval-other-kernels nbval-matrix site execute clean
+.PHONY: book test unit nbval nbval-other-kernels nbval-matrix colab site execute clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,7 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_FLAGS)
 	@echo "网站已生成：open $(CURDIR)/_build/html/index.html"
 
-test: unit nbval nbval-other-kernels
+test: unit nbval nbval-other-kernels colab
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests
@@ -47,6 +47,11 @@ nbval-matrix: $(STAMP)
 	env $(KERNELS_AVX2) $(NBVAL)
 	env $(KERNELS_SCALAR) $(NBVAL)
 	env $(KERNELS_OTHER) $(NBVAL)
+
+# Every chapter in a Colab-like environment (noxfile.py: Colab's ipywidgets/IPython/matplotlib,
+# mha installed with --no-deps); the environment is kept in .nox/ and reused.
+colab: $(STAMP)
+	$(BIN)/nox -s colab
 
 # Re-execute every notebook in place (after editing a chapter), then commit with outputs.
 execute: $(STAMP)

@@ -1,9 +1,13 @@
+import os
 import pathlib
 
 import pytest
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# tests/colab/ runs inside the Colab-like environment only (`nox -s colab`, see noxfile.py).
+collect_ignore = [] if os.environ.get("MHA_COLAB_SESSION") else ["colab"]
 
 
 @pytest.fixture(autouse=True)

@@ -171,7 +171,7 @@ def test_mathjax_and_generated_files_are_not_committed():
                              text=True, check=True).stdout.split()
     assert tracked == [], f"fetched/generated files are committed: {tracked[:5]}"
     ignored = subprocess.run(["git", "check-ignore", "_vendor/mathjax/x.js", "book/_generated/flow.svg",
-                              ".venv-colab/bin/python"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+                              ".nox/colab/bin/python"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     assert len(ignored) == 3, ignored
 
 

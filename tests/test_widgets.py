@@ -1,14 +1,10 @@
-"""The interactive explorers of mha.widgets: their plain logic, their widgets driven by code, and the
-same checks under a Colab-like Python (ipywidgets 7.7.1) and in real kernels."""
+"""The interactive explorers of mha.widgets: their plain logic, their widgets driven by code
+(tests/widget_scenarios.py, also run under Colab's ipywidgets in tests/colab/) and in a real kernel."""
 import math
-import pathlib
-import subprocess
-import sys
 
 import ipywidgets
 import matplotlib
 import matplotlib.pyplot as plt
-import nbformat
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -16,8 +12,7 @@ from matplotlib.figure import Figure
 import mha.widgets as W
 from mha.viz.flow import flow_shapes
 
-TESTS = pathlib.Path(__file__).resolve().parent
-CHECKS_SCRIPT = TESTS / "widget_checks.py"
+from widget_scenarios import SCENARIOS, assert_kernel_outputs, kernel_notebook
 
 
 @pytest.fixture(autouse=True)
@@ -274,62 +269,14 @@ def test_explorer_functions_display_the_widget(capsys):
         assert "VBox(" in capsys.readouterr().out  # outside a kernel display() prints the repr
 
 
-# ---------------------------------------------------------------- the plain script, under this Python and Colab's
+# ---------------------------------------------------------------- driven like a reader's clicks (also run under Colab's ipywidgets)
 
-def run_checks(python) -> str:
-    result = subprocess.run([str(python), str(CHECKS_SCRIPT)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"widget_checks.py failed:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
-    assert "6 passed, 0 failed" in result.stdout
-    return result.stdout
-
-
-def test_widget_checks_script_here():
-    assert f"ipywidgets {ipywidgets.__version__}" in run_checks(sys.executable)
-
-
-def test_widget_checks_script_in_colab_env():
-    from colab_env import colab_python
-
-    assert "ipywidgets 7.7.1" in run_checks(colab_python())
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
+def test_scenario(scenario):
+    scenario()
 
 
 # ---------------------------------------------------------------- in a real kernel: what lands in the Output widget
-
-KERNEL_CELLS = [
-    "import mha.widgets as W\n"
-    "boxes = [W.build_shape_explorer(), W.build_head_viewer(), W.build_scaling_explorer(), W.build_mask_explorer()]\n"
-    "for box in boxes:\n    display(box.widget)",
-    "boxes[0].controls['n_heads'].value = 3",
-    "boxes[1].controls['head'].value = 2",
-    "boxes[2].controls['scaled'].value = False",
-    "boxes[3].controls['kind'].value = 'causal'",
-]
-KERNEL_EXPECT = ["512 不能被 3 整除", "head 2：You→", "d_k = 64，不缩放", "causal mask："]
-
-
-def kernel_notebook():
-    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
-
-
-def output_widgets(nb) -> list[list[dict]]:
-    """The outputs captured by each Output widget (in no particular order: model ids are random)."""
-    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    return [m["state"].get("outputs", []) for m in state.values() if m["model_name"] == "OutputModel"]
-
-
-def assert_kernel_outputs(nb):
-    outputs = output_widgets(nb)
-    assert len(outputs) == 4, outputs
-    texts = ["".join(o.get("text", "") for o in outs if o["output_type"] == "stream") for outs in outputs]
-    for expected, n_figures in zip(KERNEL_EXPECT, [0, 1, 1, 1]):
-        matches = [i for i, text in enumerate(texts) if expected in text]
-        assert len(matches) == 1, f"expected {expected!r} in exactly one Output widget, got {texts}"
-        outs = outputs[matches[0]]
-        images = [o for o in outs if "image/png" in o.get("data", {})]
-        assert len(images) == n_figures, f"{expected!r}: expected {n_figures} figure(s), got {len(images)}"
-    for cell in nb.cells[1:]:  # redraws go into the widget, never into the cell below
-        assert cell.outputs == [], cell.outputs
-
 
 def test_widgets_in_a_real_kernel(tmp_path):
     from nbclient import NotebookClient
@@ -337,13 +284,3 @@ def test_widgets_in_a_real_kernel(tmp_path):
     nb = kernel_notebook()
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert_kernel_outputs(nb)
-
-
-def test_widgets_in_a_colab_kernel(tmp_path):
-    from colab_env import run_in_colab
-
-    path, executed = tmp_path / "widgets.ipynb", tmp_path / "executed.ipynb"
-    nbformat.write(kernel_notebook(), path)
-    report = run_in_colab(path, save_to=executed)
-    assert report["ok"], report
-    assert_kernel_outputs(nbformat.read(executed, as_version=4))

@@ -128,9 +128,11 @@ def watch_shortcuts(forbid, base=None):
         sys.setprofile(previous)
 
 
-def shortcut_message(name: str) -> str:
-    return (f"这道题要你自己实现，不能调用现成的 {name}（检查时发现你的代码调用了它）；"
-            "请只用 torch 的基本运算（view、transpose、@、softmax、masked_fill……）写出来")
+SHORTCUT_HINT = "请只用 torch 的基本运算（view、transpose、@、softmax、masked_fill……）写出来"
+
+
+def shortcut_message(name: str, hint: str | None = None) -> str:
+    return f"这道题要你自己实现，不能调用现成的 {name}（检查时发现你的代码调用了它）；{hint or SHORTCUT_HINT}"
 
 
 # ---------------------------------------------------------------- inputs that must not change
@@ -174,7 +176,7 @@ def _changed(snapshot) -> str | None:
     return None
 
 
-def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), **kwargs):
+def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortcut_hint=None, **kwargs):
     """Call the student's ``fn`` and turn everything that can go wrong into a verdict.
 
     * a stub (``None``, ``...``, ``raise NotImplementedError``, returning ``...``) -> :class:`NotDone`;
@@ -183,6 +185,9 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), **kwar
     * a tensor argument (or a module's parameter) changed in place -> :class:`Mistake`, except the
       arguments whose position or keyword is in ``may_modify``;
     * returning ``None`` -> :class:`Mistake` ("did you forget ``return``?").
+
+    ``shortcut_hint`` replaces the default advice after a forbidden call (e.g. for questions
+    whose answer is a shape: "write the shape from the arguments").
     """
     if is_stub(fn):
         raise NotDone()
@@ -198,9 +203,12 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), **kwar
         except Exception as e:  # the student's code crashed: say where, not a traceback
             crash = e
     if shortcuts:
-        raise Mistake(shortcut_message(shortcuts[0]))
+        raise Mistake(shortcut_message(shortcuts[0], shortcut_hint))
     if crash is not None:
         frames = traceback.extract_tb(crash.__traceback__)
+        if isinstance(crash, TypeError) and len(frames) == 1:  # the call itself failed: wrong arguments
+            raise Mistake(f"{what} 的参数和题目给的不一样（{crash}）：检查参数的个数和顺序，"
+                          f"检查函数会这样调用它：{len(args)} 个位置参数") from None
         last = frames[-1] if frames else None
         where = f"（第 {last.lineno} 行：{last.line}）" if last is not None and last.line else ""
         raise Mistake(f"{what} 运行时抛出了 {type(crash).__name__}: {crash}{where}") from None
@@ -306,6 +314,8 @@ def expect_tensor(x, what: str) -> torch.Tensor:
         raise Mistake(f"{what} 应该返回一个张量，却返回了长度为 {len(x)} 的 tuple；只返回要求的那一个张量")
     if not isinstance(x, torch.Tensor):
         raise Mistake(f"{what} 应该是 torch.Tensor，却是 {type(x).__name__}")
+    if x.layout != torch.strided:
+        raise Mistake(f"{what} 应该是普通（稠密）张量，却是 {x.layout}；用 .to_dense() 转回来")
     if x.is_floating_point() and not torch.isfinite(x).all():
         raise Mistake(f"{what} 里出现了 NaN 或 inf；检查除法、softmax 和掩码（被屏蔽的位置要在 softmax 之前填入很小的数）")
     return x

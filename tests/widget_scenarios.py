@@ -1,15 +1,11 @@
-"""Drive every explorer widget programmatically; exit 0 if all checks pass, 1 otherwise.
+"""Explorer scenarios: drive every explorer widget the way a reader's clicks do.
 
-A plain script (no pytest), so it runs under any Python that has mha,
-ipywidgets and matplotlib, e.g. a Colab-like venv with ipywidgets 7.7.1:
-
-    python tests/widget_checks.py            # the checks
-    python tests/widget_checks.py --bench    # also time each update (render + PNG, like the inline backend)
-
-Each check builds a widget with ``mha.widgets.build_*``, sets control values
-the way a reader's click does (``control.value = ...`` fires the observers),
-and asserts that the redraw happened and that the printed text, the figure
-and the numbers changed accordingly.
+Each ``scenario_*`` builds a widget with ``mha.widgets.build_*``, sets control values
+(``control.value = ...`` fires the observers) and asserts that the redraw happened and
+that the printed text, the figure and the numbers changed accordingly. pytest runs them
+here (tests/test_widgets.py, ipywidgets 8) and in the Colab-like environment
+(tests/colab/, ipywidgets 7.7.1). ``python tests/widget_scenarios.py`` times one update
+of each explorer (a benchmark: it prints figures, asserts nothing).
 """
 from __future__ import annotations
 
@@ -17,13 +13,13 @@ import contextlib
 import io
 import sys
 import time
-import traceback
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import ipywidgets  # noqa: E402
+import nbformat  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
@@ -54,7 +50,7 @@ def figure_strings(figure) -> list[str]:
     return [t.get_text() for t in figure.findobj(matplotlib.text.Text)]
 
 
-def check_shape_explorer():
+def scenario_shape_explorer():
     ex = quiet(W.build_shape_explorer)
     assert ex.redraws == 1, f"the first view is drawn on build, redraws = {ex.redraws}"
     assert [s for _, s in ex.last.data["steps"]] == [(2, 4, 512), (2, 4, 512), (2, 8, 4, 64), (2, 8, 4, 64),
@@ -72,7 +68,7 @@ def check_shape_explorer():
     assert "(3, 4, 7, 16)" in printed and "(3, 7, 64)" in printed, printed
 
 
-def check_head_viewer():
+def scenario_head_viewer():
     ex = quiet(W.build_head_viewer)
     assert ex.redraws == 1 and ex.last.data["head"] == 1
     assert ex.last.data["weights"].shape == (2, 4, 4), ex.last.data["weights"].shape
@@ -89,7 +85,7 @@ def check_head_viewer():
     assert labels == ex.last.data["tokens"], labels
 
 
-def check_scaling_explorer():
+def scenario_scaling_explorer():
     ex = quiet(W.build_scaling_explorer)
     assert ex.redraws == 1 and abs(ex.last.data["std"] - 1) < 0.1, ex.last.data["std"]
     drive(ex, d_k=512)
@@ -103,7 +99,7 @@ def check_scaling_explorer():
     assert abs(ex.last.data["std"] - 1) < 0.1, ex.last.data["std"]
 
 
-def check_mask_explorer():
+def scenario_mask_explorer():
     ex = quiet(W.build_mask_explorer)
     assert ex.redraws == 1 and ex.last.data["tokens"] == ["You", "are", "welcome", "PAD"], ex.last.data
     drive(ex, kind="causal", padded_len=6)
@@ -121,7 +117,7 @@ def check_mask_explorer():
     assert ex.last.data["tokens"][-1] == "PAD" and len(ex.last.data["tokens"]) == 8, ex.last.data["tokens"]
 
 
-def check_figures_ascii():
+def scenario_figures_ascii():
     figures = [W.shape_view().figure, W.head_view().figure, W.scaling_view().figure, W.mask_view().figure]
     for fig in figures:
         bad = [s for s in figure_strings(fig) if not s.replace("\u2212", "-").isascii()]  # tick minus sign is fine
@@ -129,7 +125,7 @@ def check_figures_ascii():
         plt.close(fig)
 
 
-def check_explorers_display():
+def scenario_explorers_display():
     for show in (W.shape_explorer, W.head_viewer, W.scaling_explorer, W.mask_explorer):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
@@ -138,8 +134,46 @@ def check_explorers_display():
         assert "VBox" in buf.getvalue(), f"{show.__name__} displayed nothing: {buf.getvalue()[:200]!r}"
 
 
-CHECKS = [check_shape_explorer, check_head_viewer, check_scaling_explorer, check_mask_explorer,
-          check_figures_ascii, check_explorers_display]
+SCENARIOS = [scenario_shape_explorer, scenario_head_viewer, scenario_scaling_explorer, scenario_mask_explorer,
+             scenario_figures_ascii, scenario_explorers_display]
+
+
+# ---------------------------------------------------------------- in a real kernel: what lands in the Output widgets
+KERNEL_CELLS = [
+    "import mha.widgets as W\n"
+    "boxes = [W.build_shape_explorer(), W.build_head_viewer(), W.build_scaling_explorer(), W.build_mask_explorer()]\n"
+    "for box in boxes:\n    display(box.widget)",
+    "boxes[0].controls['n_heads'].value = 3",
+    "boxes[1].controls['head'].value = 2",
+    "boxes[2].controls['scaled'].value = False",
+    "boxes[3].controls['kind'].value = 'causal'",
+]
+KERNEL_EXPECT = ["512 不能被 3 整除", "head 2：You→", "d_k = 64，不缩放", "causal mask："]
+
+
+def kernel_notebook():
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
+
+
+def output_widgets(nb) -> list[list[dict]]:
+    """The outputs captured by each Output widget (in no particular order: model ids are random)."""
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    return [m["state"].get("outputs", []) for m in state.values() if m["model_name"] == "OutputModel"]
+
+
+def assert_kernel_outputs(nb):
+    outputs = output_widgets(nb)
+    assert len(outputs) == 4, outputs
+    texts = ["".join(o.get("text", "") for o in outs if o["output_type"] == "stream") for outs in outputs]
+    for expected, n_figures in zip(KERNEL_EXPECT, [0, 1, 1, 1]):
+        matches = [i for i, text in enumerate(texts) if expected in text]
+        assert len(matches) == 1, f"expected {expected!r} in exactly one Output widget, got {texts}"
+        outs = outputs[matches[0]]
+        images = [o for o in outs if "image/png" in o.get("data", {})]
+        assert len(images) == n_figures, f"{expected!r}: expected {n_figures} figure(s), got {len(images)}"
+    for cell in nb.cells[1:]:  # redraws go into the widget, never into the cell below
+        assert cell.outputs == [], cell.outputs
+
 
 
 def bench(repeats: int = 5) -> None:
@@ -168,25 +202,8 @@ def bench(repeats: int = 5) -> None:
               f"({len(times)} updates)")
 
 
-def main(argv: list[str]) -> int:
+if __name__ == "__main__":
     print(f"python {sys.version.split()[0]}, ipywidgets {ipywidgets.__version__}, "
           f"matplotlib {matplotlib.__version__}, torch {torch.__version__}, mha from {mha.__file__}")
-    failed = []
-    for check in CHECKS:
-        try:
-            check()
-        except Exception:  # report every failing check, not just the first
-            failed.append(check.__name__)
-            print(f"FAIL {check.__name__}\n{traceback.format_exc()}")
-        else:
-            print(f"ok   {check.__name__}")
-        plt.close("all")
-    if "--bench" in argv:
-        torch.set_num_threads(min(2, torch.get_num_threads()))
-        bench()
-    print(f"{len(CHECKS) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    bench()
