@@ -1,11 +1,14 @@
-"""Exercise checkers of chapter 04: references pass, stubs say "not done", each typical mistake is named."""
+"""Exercise checkers of chapter 04, table-driven: every correct style passes, stubs are "not done",
+every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
 import mha
-from mha.exercises import check_per_head_linears, check_split_heads, check_split_shape
-from exercise_support import raise_not_implemented, raise_value_error, return_ellipsis
+from mha.exercises import check_per_head_linears, check_split_heads, check_split_shape, results
+from mha.steps import split_heads as imported_split_heads
+from exercise_support import STUBS, raise_value_error, verdict
 
 
 # ---------------------------------------------------------------- references
@@ -31,41 +34,7 @@ def per_head_linears_ref(W_q, n_heads):
     return smalls
 
 
-CHECKERS = [
-    (check_split_shape, split_shape_ref),
-    (check_split_heads, split_heads_ref),
-    (check_per_head_linears, per_head_linears_ref),
-]
-
-
-def _returns_nan(*args):
-    return torch.full((1, 2, 3, 4), float("nan"))
-
-
-@pytest.mark.parametrize("check, ref", CHECKERS)
-def test_reference_passes(check, ref, capsys):
-    assert check(ref) is True
-    assert "✅" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check, ref", CHECKERS)
-@pytest.mark.parametrize("stub", [raise_not_implemented, return_ellipsis, None, ...])
-def test_stub_is_not_done(check, ref, stub, capsys):
-    assert check(stub) is False
-    assert "还没完成" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check, ref", CHECKERS)
-@pytest.mark.parametrize("garbage", [
-    "a string", 42, raise_value_error, _returns_nan,
-    lambda *a: "text", lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
-    lambda *a: (1.5, 2), lambda *a: [None], lambda *a: [nn.Linear(2, 2)], lambda *a: nn.Linear(6, 3),
-    lambda *a: [object()] * 8, lambda *a: 7,
-])
-def test_garbage_never_raises(check, ref, garbage, capsys):
-    assert check(garbage) is False
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1 and "❌" in out
+CHECKERS = [check_split_shape, check_split_heads, check_per_head_linears]
 
 
 def test_references_agree_with_mha():
@@ -74,36 +43,84 @@ def test_references_agree_with_mha():
     assert tuple(mha.split_heads(x, 8).shape) == split_shape_ref(2, 4, 512, 8)
 
 
-# ---------------------------------------------------------------- 4.1 mistakes
-@pytest.mark.parametrize("wrong, message", [
-    (lambda B, L, d, h: (B, L, h, d // h), "还没 transpose"),
-    (lambda B, L, d, h: (B, h, L, d), "不是整条 d_model"),
-    (lambda B, L, d, h: (B, d // h, L, h), "h 和 d_k 的位置弄反了"),
-    (lambda B, L, d, h: (B, h, d // h, L), "最后两维反了"),
-    (lambda B, L, d, h: (h, L, d // h), "batch"),
-    (lambda B, L, d, h: (B, h, L, d / h), "浮点数"),
-    (lambda B, L, d, h: (2, 8, 4, 64), "应为 (B, h, L, d_k)"),
+# ---------------------------------------------------------------- correct answers, in many styles
+def _split_loop(x, n_heads):
+    d_k = x.shape[-1] // n_heads
+    return torch.stack([x[..., i * d_k:(i + 1) * d_k] for i in range(n_heads)], dim=1)
+
+
+def _split_float64_inside(x, n_heads):
+    B, L, d_model = x.shape
+    return x.double().reshape(B, L, n_heads, -1).permute(0, 2, 1, 3).float()
+
+
+def _linears_from_data(W_q, n_heads):
+    d_k = W_q.out_features // n_heads
+    smalls = []
+    for i in range(n_heads):
+        small = nn.Linear(W_q.in_features, d_k)
+        small.weight.data = W_q.weight.data[i * d_k:(i + 1) * d_k].clone()
+        small.bias.data = W_q.bias.data[i * d_k:(i + 1) * d_k].clone()
+        smalls.append(small)
+    return smalls
+
+
+PASSES = [
+    (check_split_shape, split_shape_ref),
+    (check_split_shape, lambda b, l, d, h: [b, h, l, d // h]),
+    (check_split_shape, lambda B, L, d, h: torch.Size([B, h, L, d // h])),
+    (check_split_shape, lambda B, L, d, h: (np.int64(B), np.int32(h), torch.tensor(L), d // h)),
+    (check_split_shape, lambda B, L, d, h: np.array([B, h, L, d // h])),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, d / h)),  # integral floats count as integers everywhere
+    (check_split_heads, split_heads_ref),
+    (check_split_heads, lambda inp, heads: split_heads_ref(inp, heads).contiguous()),  # renamed arguments
+    (check_split_heads, lambda x, h: x.unflatten(-1, (h, -1)).transpose(1, 2)),
+    (check_split_heads, lambda x, h: torch.stack(x.split(x.shape[-1] // h, dim=-1), dim=1)),
+    (check_split_heads, lambda x, h: torch.einsum("blhd->bhld", x.reshape(*x.shape[:2], h, -1))),
+    (check_split_heads, _split_loop),
+    (check_split_heads, _split_float64_inside),
+    (check_split_heads, lambda x, h: split_heads_ref(x, h).double()),  # a float64 answer
+    (check_per_head_linears, per_head_linears_ref),
+    (check_per_head_linears, lambda W_q, h: nn.ModuleList(per_head_linears_ref(W_q, h))),
+    (check_per_head_linears, lambda W_q, h: tuple(per_head_linears_ref(W_q, h))),
+    (check_per_head_linears, _linears_from_data),
+    (check_per_head_linears, lambda W_q, h: [lin.double() for lin in per_head_linears_ref(W_q, h)]),
+]
+
+
+@pytest.mark.parametrize("check, answer", PASSES)
+def test_correct_answers_pass(capsys, check, answer):
+    ok, out = verdict(capsys, check, answer)
+    assert ok and "✅" in out, out
+
+
+@pytest.mark.parametrize("check", CHECKERS)
+@pytest.mark.parametrize("stub", STUBS)
+def test_stub_is_not_done(capsys, check, stub):
+    ok, out = verdict(capsys, check, stub)
+    assert not ok and "还没完成" in out, out
+
+
+@pytest.mark.parametrize("check", CHECKERS)
+@pytest.mark.parametrize("garbage", [
+    "a string", 42, raise_value_error, lambda *a: torch.full((1, 2, 3, 4), float("nan")),
+    lambda *a: "text", lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
+    lambda *a: (1.5, 2), lambda *a: [None], lambda *a: [nn.Linear(2, 2)], lambda *a: nn.Linear(6, 3),
+    lambda *a: [object()] * 8, lambda *a: 7, lambda *a: {"shape": 1}, lambda *a: (True, 1, 1, 1),
 ])
-def test_split_shape_mistakes(wrong, message, capsys):
-    assert check_split_shape(wrong) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and message in out
+def test_garbage_gets_a_verdict(capsys, check, garbage):
+    ok, out = verdict(capsys, check, garbage)
+    assert not ok and "❌" in out, out
 
 
-# ---------------------------------------------------------------- 4.2 mistakes
+# ---------------------------------------------------------------- wrong answers, each named
+def _forgot_return(*args):
+    args[0] if args else None
+
+
 def _view_without_transpose(x, n_heads):
     B, L, d_model = x.shape
     return x.view(B, n_heads, L, d_model // n_heads)
-
-
-def _reshape_without_transpose(x, n_heads):
-    B, L, d_model = x.shape
-    return x.reshape(B, n_heads, L, -1)
-
-
-def _forgot_transpose(x, n_heads):
-    B, L, d_model = x.shape
-    return x.view(B, L, n_heads, d_model // n_heads)
 
 
 def _swapped_h_dk(x, n_heads):
@@ -116,10 +133,16 @@ def _interleaved(x, n_heads):
     return x.view(B, L, d_model // n_heads, n_heads).permute(0, 3, 1, 2)
 
 
-def _mutates(x, n_heads):
+def _resizes_x(x, n_heads):
     B, L, d_model = x.shape
     x.resize_(B, L, n_heads, d_model // n_heads)
     return x.transpose(1, 2)
+
+
+def _scales_x_in_place(x, n_heads):
+    x.mul_(1.0)  # a no-op value-wise: still fine
+    x[0, 0, 0] = 123.0
+    return split_heads_ref(x, n_heads)
 
 
 def _hard_coded_64(x, n_heads):
@@ -127,31 +150,18 @@ def _hard_coded_64(x, n_heads):
     return x.view(B, L, -1, 64).transpose(1, 2)
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (_view_without_transpose, "没有先 view 成 (B, L, h, d_k)"),
-    (_reshape_without_transpose, "混进同一个头"),
-    (_forgot_transpose, "忘了 transpose(1, 2)"),
-    (_swapped_h_dk, "h 和 d_k 用反了"),
-    (_interleaved, "隔 h 取一个"),
-    (_mutates, "修改了输入 x"),
-    (_hard_coded_64, "运行时抛出了"),
-    (lambda x, h: split_heads_ref(x, h) + 0.1, "数值不对"),
-])
-def test_split_heads_mistakes(wrong, message, capsys):
-    assert check_split_heads(wrong) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and message in out
+def _split_no_grad(x, n_heads):
+    with torch.no_grad():
+        return split_heads_ref(x, n_heads)
 
 
-def test_split_heads_contiguous_copy_is_fine(capsys):
-    assert check_split_heads(lambda x, h: split_heads_ref(x, h).contiguous()) is True
-    assert check_split_heads(mha.split_heads) is True
+def _uses_layer(x, n_heads):
+    layer = mha.MultiHeadAttention(x.shape[-1], n_heads)
+    return split_heads_ref(x, layer.n_heads)
 
 
-# ---------------------------------------------------------------- 4.3 mistakes
 def _columns(W_q, n_heads):
-    d_model = W_q.in_features
-    d_k = d_model // n_heads
+    d_k = W_q.in_features // n_heads
     smalls = per_head_linears_ref(W_q, n_heads)
     with torch.no_grad():
         for i, small in enumerate(smalls):
@@ -159,40 +169,18 @@ def _columns(W_q, n_heads):
     return smalls
 
 
-def _no_bias(W_q, n_heads):
+def _linears(W_q, n_heads, bias=True, copy_bias=True, bias_rows=None):
     d_model = W_q.in_features
     d_k = d_model // n_heads
     smalls = []
     for i in range(n_heads):
-        small = nn.Linear(d_model, d_k, bias=False)
+        small = nn.Linear(d_model, d_k, bias=bias)
         with torch.no_grad():
             small.weight.copy_(W_q.weight[i * d_k:(i + 1) * d_k])
+            if bias and copy_bias:
+                small.bias.copy_(W_q.bias[bias_rows if bias_rows is not None else slice(i * d_k, (i + 1) * d_k)])
         smalls.append(small)
     return smalls
-
-
-def _bias_not_copied(W_q, n_heads):
-    d_model = W_q.in_features
-    d_k = d_model // n_heads
-    smalls = []
-    for i in range(n_heads):
-        small = nn.Linear(d_model, d_k)  # bias keeps its random init
-        with torch.no_grad():
-            small.weight.copy_(W_q.weight[i * d_k:(i + 1) * d_k])
-        smalls.append(small)
-    return smalls
-
-
-def _reversed(W_q, n_heads):
-    return per_head_linears_ref(W_q, n_heads)[::-1]
-
-
-def _wrong_size(W_q, n_heads):
-    return [nn.Linear(W_q.in_features, W_q.in_features) for _ in range(n_heads)]
-
-
-def _too_few(W_q, n_heads):
-    return per_head_linears_ref(W_q, n_heads)[:-1]
 
 
 def _mutates_big(W_q, n_heads):
@@ -202,30 +190,92 @@ def _mutates_big(W_q, n_heads):
     return smalls
 
 
-def _bias_from_wrong_slice(W_q, n_heads):
+def _frozen(W_q, n_heads):
+    return [lin.requires_grad_(False) for lin in per_head_linears_ref(W_q, n_heads)]
+
+
+def _wrong_bias_shape(W_q, n_heads):
     smalls = per_head_linears_ref(W_q, n_heads)
-    with torch.no_grad():
-        for small in smalls:
-            small.bias.copy_(W_q.bias[:small.out_features])
+    smalls[0].bias = nn.Parameter(W_q.bias.detach().clone())
     return smalls
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (_columns, "按列切了 weight"),
-    (_no_bias, "忘了把偏置也切过来"),
-    (_bias_not_copied, "偏置不对"),
-    (_bias_from_wrong_slice, "偏置不对"),
-    (_reversed, "头的顺序反了"),
-    (_wrong_size, "(d_k, d_model)"),
-    (_too_few, "个小 Linear"),
-    (_mutates_big, "改动了传入的大 Linear"),
-    (lambda W_q, h: nn.ModuleList(per_head_linears_ref(W_q, h))[0], "list"),
-])
-def test_per_head_linears_mistakes(wrong, message, capsys):
-    assert check_per_head_linears(wrong) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and message in out
+class _Peek(nn.Linear):
+    """Looks like nn.Linear(d_model, d_k) but forwards to the big Linear: its own parameters are random."""
+
+    def __init__(self, big, i, d_k):
+        super().__init__(big.in_features, d_k)
+        self.big, self.i, self.d_k = [big], i, d_k
+
+    def forward(self, x):
+        return self.big[0](x)[..., self.i * self.d_k:(self.i + 1) * self.d_k]
 
 
-def test_per_head_linears_module_list_is_fine(capsys):
-    assert check_per_head_linears(lambda W_q, h: nn.ModuleList(per_head_linears_ref(W_q, h))) is True
+def _peeks(W_q, n_heads):
+    return [_Peek(W_q, i, W_q.in_features // n_heads) for i in range(n_heads)]
+
+
+SHORTCUT = "不能调用现成的"
+
+FAILS = [
+    # 4.1: each typical wrong shape is named
+    (check_split_shape, lambda B, L, d, h: (B, L, h, d // h), ["还没 transpose"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, d), ["不是整条 d_model"]),
+    (check_split_shape, lambda B, L, d, h: (B, d // h, L, h), ["h 和 d_k 的位置弄反了"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, d // h, L), ["最后两维反了"]),
+    (check_split_shape, lambda B, L, d, h: (h, L, d // h), ["batch"]),
+    (check_split_shape, lambda B, L, d, h: (2, 8, 4, 64), ["应为 (B, h, L, d_k)"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, d / h + 0.5), ["应该是整数"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, None), ["是 None"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, True), ["布尔"]),
+    (check_split_shape, _forgot_return, ["返回了 None", "return"]),
+    # 4.2: wrong splits
+    (check_split_heads, _view_without_transpose, ["没有先 view 成 (B, L, h, d_k)"]),
+    (check_split_heads, lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), ["混进同一个头"]),
+    (check_split_heads, lambda x, h: x.view(*x.shape[:2], h, -1), ["忘了 transpose(1, 2)"]),
+    (check_split_heads, _swapped_h_dk, ["h 和 d_k 用反了"]),
+    (check_split_heads, _interleaved, ["隔 h 取一个"]),
+    (check_split_heads, _hard_coded_64, ["运行时抛出了"]),
+    (check_split_heads, lambda x, h: split_heads_ref(x, h) + 0.1, ["数值不对"]),
+    (check_split_heads, _forgot_return, ["返回了 None"]),
+    # 4.2: the input must not change
+    (check_split_heads, _resizes_x, ["修改了输入", "参数 x"]),
+    (check_split_heads, _scales_x_in_place, ["修改了输入", "参数 x"]),
+    # 4.2: shortcuts into mha are named, however they are reached
+    (check_split_heads, lambda x, h: mha.split_heads(x, h), [SHORTCUT, "split_heads"]),
+    (check_split_heads, imported_split_heads, [SHORTCUT, "split_heads"]),
+    (check_split_heads, mha.steps.split_heads, [SHORTCUT, "split_heads"]),
+    (check_split_heads, _uses_layer, [SHORTCUT, "MultiHeadAttention"]),
+    # 4.2: a step of a layer must let the gradient through
+    (check_split_heads, _split_no_grad, ["梯度", "no_grad"]),
+    (check_split_heads, lambda x, h: split_heads_ref(x.detach(), h), ["梯度", ".detach()"]),
+    # 4.3: wrong slices
+    (check_per_head_linears, _columns, ["按列切了 weight"]),
+    (check_per_head_linears, lambda W_q, h: _linears(W_q, h, bias=False), ["忘了把偏置也切过来"]),
+    (check_per_head_linears, lambda W_q, h: _linears(W_q, h, copy_bias=False), ["偏置不对"]),
+    (check_per_head_linears, lambda W_q, h: _linears(W_q, h, bias_rows=slice(0, W_q.in_features // h)), ["偏置不对"]),
+    (check_per_head_linears, lambda W_q, h: per_head_linears_ref(W_q, h)[::-1], ["头的顺序反了"]),
+    (check_per_head_linears, lambda W_q, h: [nn.Linear(W_q.in_features, W_q.in_features) for _ in range(h)],
+     ["(d_k, d_model)"]),
+    (check_per_head_linears, lambda W_q, h: per_head_linears_ref(W_q, h)[:-1], ["个小 Linear"]),
+    (check_per_head_linears, lambda W_q, h: nn.ModuleList(per_head_linears_ref(W_q, h))[0], ["list"]),
+    (check_per_head_linears, _wrong_bias_shape, ["bias 形状"]),
+    (check_per_head_linears, _peeks, ["数值不对"]),  # judged by the parameters, not by a custom forward
+    (check_per_head_linears, _forgot_return, ["返回了 None"]),
+    (check_per_head_linears, lambda W_q, h: [None] * h, ["应该是 nn.Linear", "NoneType"]),
+    # 4.3: W_q must not change; the small Linears must be trainable
+    (check_per_head_linears, _mutates_big, ["修改了输入", "W_q.weight"]),
+    (check_per_head_linears, _frozen, ["不能训练", "requires_grad=False"]),
+]
+
+
+@pytest.mark.parametrize("check, answer, words", FAILS)
+def test_wrong_answers_are_named(capsys, check, answer, words):
+    ok, out = verdict(capsys, check, answer)
+    assert not ok and "❌" in out, out
+    for word in words:
+        assert word in out, (word, out)
+
+
+def test_results_registry_lists_chapter():
+    assert set(results("ch04")) == {"4.1", "4.2", "4.3"}

@@ -1,87 +1,20 @@
-"""Exercise checkers of chapter 05: references pass, stubs are "not done", named mistakes fail, garbage never raises."""
+"""Exercise checkers of chapter 05, table-driven: every correct style passes, stubs are "not done",
+every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
 import math
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
+from torch import nn
 
+import mha
 from mha.exercises import check_attention, check_dot_product_variance, check_scores_shape, results
+from mha.steps import masked_softmax
+from exercise_support import STUBS, raise_value_error, verdict
 
 
-def verdict(capsys, checker, answer):
-    ok = checker(answer, record=False)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out  # exactly one verdict line
-    return ok, out
-
-
-# ---------------------------------------------------------------- 5.1
-def test_scores_shape_reference(capsys):
-    ok, out = verdict(capsys, check_scores_shape, (3, 4, 5, 7))
-    assert ok and "✅" in out
-    assert check_scores_shape(torch.Size([3, 4, 5, 7]), record=False)
-    assert check_scores_shape([3, 4, 5, 7], record=False)
-
-
-@pytest.mark.parametrize("stub", [None, ..., (3, 4, ..., 7)])
-def test_scores_shape_stub(capsys, stub):
-    ok, out = verdict(capsys, check_scores_shape, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("answer, words", [
-    ((3, 4, 5, 16), "weights @ V"),
-    ((3, 4, 7, 5), "放反"),
-    ((3, 4, 5, 5), "方阵"),
-    ((3, 4, 7, 7), "方阵"),
-    ((3, 5, 7), "少了头"),
-    ((3, 5, 4, 7), "轴顺序"),
-    ((1, 2, 3, 4), "提示"),
-])
-def test_scores_shape_mistakes(capsys, answer, words):
-    ok, out = verdict(capsys, check_scores_shape, answer)
-    assert not ok and "❌" in out and words in out
-
-
-@pytest.mark.parametrize("garbage", ["(3, 4, 5, 7)", 42, 3.5, (3.0, 4, 5, 7), (True, 4, 5, 7), object(), print])
-def test_scores_shape_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_scores_shape, garbage)
-    assert ok is False and "❌" in out
-
-
-# ---------------------------------------------------------------- 5.2
-def test_variance_reference(capsys):
-    ok, out = verdict(capsys, check_dot_product_variance, (256, 1))
-    assert ok and "✅" in out
-    assert check_dot_product_variance([256.0, 1.0], record=False)
-    assert check_dot_product_variance((250, 1.02), record=False)  # a measured value is fine
-
-
-@pytest.mark.parametrize("stub", [None, ..., (..., 1), (256, None)])
-def test_variance_stub(capsys, stub):
-    ok, out = verdict(capsys, check_dot_product_variance, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("answer, words", [
-    ((16, 1), "标准差"),
-    ((1, 1), "随 d_k 增长"),
-    ((256, 16), "(√d_k)²"),
-    ((256, 1 / 256), "多除了一次"),
-    ((256, 256), "没有变小"),
-    ((100, 1), "一共 256 项"),
-])
-def test_variance_mistakes(capsys, answer, words):
-    ok, out = verdict(capsys, check_dot_product_variance, answer)
-    assert not ok and "❌" in out and words in out
-
-
-@pytest.mark.parametrize("garbage", ["256, 1", 42, (256,), (256, 1, 1), (256, "1"), (math.nan, 1), (256, math.inf)])
-def test_variance_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_dot_product_variance, garbage)
-    assert ok is False and "❌" in out
-
-
-# ---------------------------------------------------------------- 5.3
+# ---------------------------------------------------------------- references
 def attention_reference(q, k, v, mask=None):
     d_k = q.size(-1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (B, h, L, S)
@@ -101,37 +34,104 @@ def attention_lecture(q, k, v, mask=None):
     return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
-def test_attention_reference(capsys):
-    ok, out = verdict(capsys, check_attention, attention_reference)
-    assert ok and "✅" in out
+def attention_inf_then_nan_to_num(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0) @ v
 
 
-def test_attention_lecture_style_passes(capsys):
-    ok, out = verdict(capsys, check_attention, attention_lecture)
-    assert ok and "✅" in out
+def attention_einsum(query, key, value, m=None):  # renamed arguments
+    scores = torch.einsum("bhld,bhsd->bhls", query, key) / math.sqrt(query.shape[-1])
+    if m is not None:
+        scores = torch.where(m, scores, torch.tensor(-1e9))
+    return torch.einsum("bhls,bhsd->bhld", scores.softmax(-1), value)
 
 
-def test_attention_mha_function_passes(capsys):
-    import mha
-    ok, out = verdict(capsys, check_attention, lambda q, k, v, mask: mha.scaled_dot_product_attention(q, k, v, mask)[0])
-    assert ok and "✅" in out
+def attention_float64_inside(q, k, v, mask=None):
+    out = attention_reference(q.double(), k.double(), v.double(), mask)
+    return out.float()
 
 
-def _stub_raise(q, k, v, mask=None):
-    raise NotImplementedError
+def attention_loop_over_heads(q, k, v, mask=None):
+    B, h, L, d_k = q.shape
+    if mask is not None:
+        mask = mask.expand(B, h, L, k.shape[-2])
+    heads = []
+    for i in range(h):
+        scores = q[:, i] @ k[:, i].transpose(-2, -1) / math.sqrt(d_k)  # (B, L, S)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[:, i], -1e9)
+        heads.append(torch.softmax(scores, dim=-1) @ v[:, i])
+    return torch.stack(heads, dim=1)
 
 
-def _stub_ellipsis(q, k, v, mask=None):
-    ...
-    return ...
+CHECKERS = [check_scores_shape, check_dot_product_variance, check_attention]
+
+PASSES = [
+    # 5.1: any integer type, the same rule everywhere
+    (check_scores_shape, (3, 4, 5, 7)),
+    (check_scores_shape, [3, 4, 5, 7]),
+    (check_scores_shape, torch.Size([3, 4, 5, 7])),
+    (check_scores_shape, (np.int64(3), np.int32(4), torch.tensor(5), 7)),
+    (check_scores_shape, np.array([3, 4, 5, 7])),
+    (check_scores_shape, (3.0, 4, 5, 7.0)),  # integral floats count as integers
+    # 5.2: the theory, in any number type, and a careful measurement
+    (check_dot_product_variance, (256, 1)),
+    (check_dot_product_variance, [256.0, 1.0]),
+    (check_dot_product_variance, (np.int64(256), np.float32(1.0))),
+    (check_dot_product_variance, (torch.tensor(256), torch.tensor(1.0))),
+    (check_dot_product_variance, np.array([256, 1])),
+    (check_dot_product_variance, (256, 256 / 16 ** 2)),
+    (check_dot_product_variance, (250, 1.02)),  # measured with ~10 000 draws
+    (check_dot_product_variance, (262.5, 0.97)),
+    # 5.3: every correct style
+    (check_attention, attention_reference),
+    (check_attention, attention_lecture),
+    (check_attention, attention_inf_then_nan_to_num),
+    (check_attention, attention_einsum),
+    (check_attention, attention_float64_inside),
+    (check_attention, attention_loop_over_heads),
+    (check_attention, lambda q, k, v, mask=None: attention_reference(q, k, v, mask).double()),  # a float64 answer
+]
 
 
-@pytest.mark.parametrize("stub", [None, ..., _stub_raise, _stub_ellipsis])
-def test_attention_stub(capsys, stub):
-    ok, out = verdict(capsys, check_attention, stub)
-    assert not ok and "还没完成" in out
+@pytest.mark.parametrize("check, answer", PASSES)
+def test_correct_answers_pass(capsys, check, answer):
+    ok, out = verdict(capsys, check, answer)
+    assert ok and "✅" in out, out
 
 
+VALUE_STUBS = [None, ...]  # what an untouched `answer = ...` cell hands in
+
+
+@pytest.mark.parametrize("check, stub", [(check_attention, stub) for stub in STUBS] + [
+    (check, stub) for check in (check_scores_shape, check_dot_product_variance) for stub in VALUE_STUBS] + [
+    (check_scores_shape, (3, 4, ..., 7)),
+    (check_dot_product_variance, (..., 1)),
+    (check_dot_product_variance, (256, ...)),
+])
+def test_stub_is_not_done(capsys, check, stub):
+    ok, out = verdict(capsys, check, stub)
+    assert not ok and "还没完成" in out, out
+
+
+@pytest.mark.parametrize("check", CHECKERS)
+@pytest.mark.parametrize("garbage", [
+    "(3, 4, 5, 7)", "256, 1", 42, 3.5, object(), len, raise_value_error, {"a": 1},
+    (3.5, 4, 5, 7), (True, 4, 5, 7), (256,), (256, 1, 1), (256, "1"), (math.nan, 1), (256, math.inf),
+    lambda q, k, v, mask=None: torch.full_like(q, math.nan),
+    lambda q, k, v, mask=None: attention_reference(q, k, v, mask)[..., :2],
+    lambda q, k, v, mask=None: attention_reference(q, k, v, mask).tolist(),
+    lambda q, k, v, mask=None: attention_reference(q, k, v, mask).long(),
+    lambda q, k, v: q,  # wrong signature
+])
+def test_garbage_gets_a_verdict(capsys, check, garbage):
+    ok, out = verdict(capsys, check, garbage)
+    assert not ok and "❌" in out, out
+
+
+# ---------------------------------------------------------------- wrong answers, each named
 def _make(scale=True, dim=-1, polarity=True, when="before", fill=-1e9, returns="output", use_mask=True):
     def attention(q, k, v, mask=None):
         scores = q @ k.transpose(-2, -1)
@@ -151,52 +151,128 @@ def _make(scale=True, dim=-1, polarity=True, when="before", fill=-1e9, returns="
     return attention
 
 
-@pytest.mark.parametrize("fn, words", [
-    (_make(scale=False), "忘了除以 √d_k"),
-    (_make(dim=-2), "softmax 沿错了轴"),
-    (_make(dim=1), "softmax 沿错了轴"),
-    (_make(polarity=False), "掩码方向反了"),
-    (_make(when="after", fill=0.0), "在 softmax 之后才用掩码"),
-    (_make(when="after", fill=-1e9), "在 softmax 之后才用掩码"),
-    (_make(when="after", fill=float("-inf")), "在 softmax 之后才用掩码"),
-    (_make(returns="weights"), "返回的是注意力权重"),
-    (_make(returns="both"), "tuple"),
-    (_make(use_mask=False), "没有用上 mask"),
-    (_make(fill=float("-inf")), "NaN"),
-    (lambda q, k, v, mask=None: q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)) @ v, "忘了 softmax"),
-    (lambda q, k, v, mask=None: torch.softmax(q @ k.transpose(-2, -1) / q.size(-1), -1) @ v, "除以的是 d_k"),
-])
-def test_attention_mistakes(capsys, fn, words):
-    ok, out = verdict(capsys, check_attention, fn)
-    assert not ok and "❌" in out and words in out, out
+def _divides_q_in_place(q, k, v, mask=None):
+    q.div_(math.sqrt(q.size(-1)))
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    return torch.softmax(scores, -1) @ v
 
 
-def test_attention_in_place_mask_fill_is_named(capsys):
-    def attention(q, k, v, mask=None):
-        q.div_(math.sqrt(q.size(-1)))
-        scores = q @ k.transpose(-2, -1)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, -1e9)
-        return torch.softmax(scores, -1) @ v
-    ok, out = verdict(capsys, check_attention, attention)
-    assert not ok and "修改了输入" in out
+def _flips_mask_in_place(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not_(), -1e9)  # flips the caller's mask
+    return torch.softmax(scores, -1) @ v
 
 
-def _raises_value_error(q, k, v, mask=None):
-    raise ValueError("boom")
+def _same_mask_for_all_heads(q, k, v, mask=None):
+    if mask is not None and mask.dim() == 4:
+        mask = mask[:, :1]  # assumes the mask never differs between heads
+    return attention_lecture(q, k, v, mask)
 
 
-@pytest.mark.parametrize("garbage", [
-    "attention", 42, _raises_value_error,
-    lambda q, k, v, mask=None: torch.full_like(q, math.nan),
-    lambda q, k, v, mask=None: attention_reference(q, k, v, mask).double(),
-    lambda q, k, v, mask=None: attention_reference(q, k, v, mask)[..., :2],
-    lambda q, k, v, mask=None: attention_reference(q, k, v, mask).tolist(),
-    lambda q, k, v: q,  # wrong signature
-])
-def test_attention_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_attention, garbage)
-    assert ok is False and "❌" in out
+def _hard_coded_d_k(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(5)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    return torch.softmax(scores, -1) @ v
+
+
+def _no_grad(q, k, v, mask=None):
+    with torch.no_grad():
+        return attention_lecture(q, k, v, mask)
+
+
+def _uses_torch_mha(q, k, v, mask=None):
+    nn.MultiheadAttention(q.size(-1), 1, batch_first=True)  # even building it is the shortcut
+    return attention_lecture(q, k, v, mask)
+
+
+def _forgot_return(q, k, v, mask=None):
+    attention_lecture(q, k, v, mask)
+
+
+SHORTCUT = "不能调用现成的"
+
+FAILS = [
+    # 5.1
+    (check_scores_shape, (3, 4, 5, 16), ["weights @ V"]),
+    (check_scores_shape, (3, 4, 7, 5), ["放反"]),
+    (check_scores_shape, (3, 4, 5, 5), ["方阵"]),
+    (check_scores_shape, (3, 4, 7, 7), ["方阵"]),
+    (check_scores_shape, (3, 5, 7), ["少了头"]),
+    (check_scores_shape, (3, 5, 4, 7), ["轴顺序"]),
+    (check_scores_shape, (1, 2, 3, 4), ["提示"]),
+    (check_scores_shape, (3, 4, 5, None), ["是 None"]),
+    (check_scores_shape, (3, 4, 5, 7.5), ["应该是整数"]),
+    (check_scores_shape, torch.zeros(3, 4, 5, 7), ["不是张量"]),
+    # 5.2: named mistakes
+    (check_dot_product_variance, (16, 1), ["标准差"]),
+    (check_dot_product_variance, (1, 1), ["随 d_k 增长"]),
+    (check_dot_product_variance, (256, 16), ["(√d_k)²"]),
+    (check_dot_product_variance, (256, 1 / 256), ["多除了一次"]),
+    (check_dot_product_variance, (256, 256), ["没有变小"]),
+    (check_dot_product_variance, (100, 1), ["一共 256 项"]),
+    (check_dot_product_variance, (256, 5), ["Var(X / c)"]),
+    # 5.2: close is not enough
+    (check_dot_product_variance, (240, 0.9), ["缩放前", "接近", "6%"]),
+    (check_dot_product_variance, (256, 0.9), ["缩放后", "接近", "10%"]),
+    (check_dot_product_variance, (270, 1), ["缩放前", "接近"]),
+    (check_dot_product_variance, (256, 1.08), ["缩放后", "接近"]),
+    # 5.2: the answer's parts
+    (check_dot_product_variance, (256, None), ["缩放后的方差", "是 None"]),
+    (check_dot_product_variance, (None, 1), ["缩放前的方差", "是 None"]),
+    (check_dot_product_variance, (256, True), ["应该是一个数"]),
+    (check_dot_product_variance, (256,), ["两个数"]),
+    # 5.3: the computation
+    (check_attention, _make(scale=False), ["忘了除以 √d_k"]),
+    (check_attention, _make(dim=-2), ["softmax 沿错了轴"]),
+    (check_attention, _make(dim=1), ["softmax 沿错了轴"]),
+    (check_attention, _make(polarity=False), ["掩码方向反了"]),
+    (check_attention, _make(when="after", fill=0.0), ["在 softmax 之后才用掩码"]),
+    (check_attention, _make(when="after", fill=-1e9), ["在 softmax 之后才用掩码"]),
+    (check_attention, _make(when="after", fill=float("-inf")), ["在 softmax 之后才用掩码"]),
+    (check_attention, _make(returns="weights"), ["返回的是注意力权重"]),
+    (check_attention, _make(returns="both"), ["tuple"]),
+    (check_attention, _make(use_mask=False), ["没有用上 mask"]),
+    (check_attention, _make(fill=float("-inf")), ["NaN", "nan_to_num"]),
+    (check_attention, lambda q, k, v, mask=None: q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)) @ v, ["忘了 softmax"]),
+    (check_attention, lambda q, k, v, mask=None: torch.softmax(q @ k.transpose(-2, -1) / q.size(-1), -1) @ v,
+     ["除以的是 d_k"]),
+    (check_attention, _forgot_return, ["返回了 None", "return"]),
+    # 5.3: masks of every shape the prompt allows, and nothing hard-coded
+    (check_attention, _same_mask_for_all_heads, ["(B, h, L, S) 掩码", "数值不对"]),
+    (check_attention, _hard_coded_d_k, ["另一组形状", "不要写死"]),
+    # 5.3: the inputs must not change
+    (check_attention, _divides_q_in_place, ["修改了输入", "参数 q"]),
+    (check_attention, _flips_mask_in_place, ["修改了输入", "参数 mask"]),
+    # 5.3: shortcuts
+    (check_attention, lambda q, k, v, mask=None: mha.scaled_dot_product_attention(q, k, v, mask)[0],
+     [SHORTCUT, "scaled_dot_product_attention"]),
+    (check_attention, lambda q, k, v, mask=None: mha.steps.fused_attention(q, k, v, mask), [SHORTCUT, "fused_attention"]),
+    (check_attention, lambda q, k, v, mask=None: masked_softmax(mha.steps.attention_scores(q, k), mask) @ v,
+     [SHORTCUT, "attention_scores"]),
+    (check_attention, lambda q, k, v, mask=None: masked_softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, mask) @ v,
+     [SHORTCUT, "masked_softmax"]),
+    (check_attention, lambda q, k, v, mask=None: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+     [SHORTCUT, "F.scaled_dot_product_attention"]),
+    (check_attention, _uses_torch_mha, [SHORTCUT, "nn.MultiheadAttention"]),
+    # 5.3: a layer trains through attention
+    (check_attention, _no_grad, ["不能求梯度", "no_grad"]),
+    (check_attention, lambda q, k, v, mask=None: attention_lecture(q, k.detach(), v, mask), ["梯度传不到 k"]),
+    (check_attention, lambda q, k, v, mask=None: attention_lecture(q, k, v.detach(), mask), ["梯度传不到 v"]),
+    (check_attention, lambda q, k, v, mask=None: torch.tensor(attention_lecture(q, k, v, mask).tolist()),
+     ["不能求梯度"]),
+]
+
+
+@pytest.mark.parametrize("check, answer, words", FAILS)
+def test_wrong_answers_are_named(capsys, check, answer, words):
+    ok, out = verdict(capsys, check, answer)
+    assert not ok and "❌" in out, out
+    for word in words:
+        assert word in out, (word, out)
 
 
 def test_results_registry_lists_chapter():

@@ -1,168 +1,180 @@
-"""Exercise checkers of chapter 06: references pass, stubs are "not done", named mistakes fail, garbage never raises."""
+"""Exercise checkers of chapter 06, table-driven: every correct style passes, stubs are "not done",
+every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
+import mha
 from mha.exercises import check_concat_shapes, check_head_from_concat, check_merge_heads, results
+from mha.steps import merge_heads as imported_merge_heads
+from exercise_support import STUBS, raise_value_error, verdict
 
 
-def verdict(capsys, checker, answer):
-    ok = checker(answer, record=False)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out
-    return ok, out
-
-
-# ---------------------------------------------------------------- 6.1
-def test_concat_shapes_reference(capsys):
-    ok, out = verdict(capsys, check_concat_shapes, ((3, 5, 4, 16), (3, 5, 64)))
-    assert ok and "✅" in out
-    assert check_concat_shapes([torch.Size([3, 5, 4, 16]), [3, 5, 64]], record=False)
-
-
-@pytest.mark.parametrize("stub", [None, ..., (..., ...), ((3, 5, 4, 16), ...)])
-def test_concat_shapes_stub(capsys, stub):
-    ok, out = verdict(capsys, check_concat_shapes, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("answer, words", [
-    (((3, 4, 5, 16), (3, 5, 64)), "交换第 1 轴"),
-    (((3, 4, 16, 5), (3, 5, 64)), "transpose(2, 3)"),
-    (((3, 5, 4, 16), (3, 4, 80)), "把 L 和 d_k 合并"),
-    (((3, 5, 4, 16), (3, 5, 16)), "一个头的宽度"),
-    (((3, 5, 4, 16), (3, 5, 4, 16)), "还是四维"),
-    (((3, 5, 4, 16), (3, 64, 5)), "最后两维合并"),
-])
-def test_concat_shapes_mistakes(capsys, answer, words):
-    ok, out = verdict(capsys, check_concat_shapes, answer)
-    assert not ok and "❌" in out and words in out
-
-
-@pytest.mark.parametrize("garbage", ["(3, 5, 64)", 42, (3, 5, 64), ((3, 5, 4, 16),), ("a", "b"), ((3.0,), (1,))])
-def test_concat_shapes_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_concat_shapes, garbage)
-    assert ok is False and "❌" in out
-
-
-# ---------------------------------------------------------------- 6.2
+# ---------------------------------------------------------------- references
 def merge_reference(x):
     B, h, L, d_k = x.shape
     x = x.transpose(1, 2).contiguous()  # (B, L, h, d_k)
     return x.view(B, L, h * d_k)  # (B, L, d_model)
 
 
-def test_merge_reference(capsys):
-    ok, out = verdict(capsys, check_merge_heads, merge_reference)
-    assert ok and "✅" in out
-
-
-def test_merge_alternatives_pass(capsys):
-    assert check_merge_heads(lambda x: torch.cat(list(x.unbind(1)), dim=-1), record=False)
-    assert check_merge_heads(lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1), record=False)
-    assert check_merge_heads(lambda x: x.permute(0, 2, 1, 3).flatten(2), record=False)
-
-
-def _stub_raise(x):
-    raise NotImplementedError
-
-
-@pytest.mark.parametrize("stub", [None, ..., _stub_raise, lambda x: ...])
-def test_merge_stub(capsys, stub):
-    ok, out = verdict(capsys, check_merge_heads, stub)
-    assert not ok and "还没完成" in out
-
-
-def _mutates(x):
-    x.transpose_(1, 2)
-    return x.reshape(x.shape[0], x.shape[1], -1)
-
-
-@pytest.mark.parametrize("fn, words", [
-    (lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "忘了 .contiguous()"),
-    (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "没有 transpose"),
-    (lambda x: x.contiguous().view(x.shape[0], x.shape[2], -1), "没有 transpose"),
-    (lambda x: torch.cat([x[:, i] for i in reversed(range(x.shape[1]))], dim=-1), "顺序反了"),
-    (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "交错"),
-    (lambda x: x.transpose(1, 2), "还差一步"),
-    (_mutates, "修改了输入"),
-    (lambda x: x.transpose(1, 2).reshape(x.shape[0], -1, x.shape[3]), "形状应该是"),
-])
-def test_merge_mistakes(capsys, fn, words):
-    ok, out = verdict(capsys, check_merge_heads, fn)
-    assert not ok and "❌" in out and words in out, out
-
-
-def _raises_value_error(x):
-    raise ValueError("boom")
-
-
-@pytest.mark.parametrize("garbage", [
-    "merge", 42, _raises_value_error,
-    lambda x: torch.full((x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), math.nan),
-    lambda x: merge_reference(x).double(),
-    lambda x: merge_reference(x).long(),
-    lambda x: merge_reference(x)[..., :-1],
-    lambda x: merge_reference(x).numpy(),
-    lambda: None,
-])
-def test_merge_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_merge_heads, garbage)
-    assert ok is False and "❌" in out
-
-
-# ---------------------------------------------------------------- 6.3
 def head_reference(concat, i, n_heads):
     d_k = concat.shape[-1] // n_heads
     return concat[..., i * d_k:(i + 1) * d_k]  # (B, L, d_k)
 
 
-def test_head_reference(capsys):
-    ok, out = verdict(capsys, check_head_from_concat, head_reference)
-    assert ok and "✅" in out
-    alt = lambda c, i, h: c.view(c.shape[0], c.shape[1], h, -1)[:, :, i]  # noqa: E731
-    assert check_head_from_concat(alt, record=False)
+def _merge_loop(x):
+    return torch.cat([x[:, i] for i in range(x.shape[1])], dim=-1)
 
 
-@pytest.mark.parametrize("stub", [None, ..., lambda c, i, h: ...])
-def test_head_stub(capsys, stub):
-    ok, out = verdict(capsys, check_head_from_concat, stub)
-    assert not ok and "还没完成" in out
+CHECKERS = [check_concat_shapes, check_merge_heads, check_head_from_concat]
+
+PASSES = [
+    # 6.1: any integer type, the same rule everywhere
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 64))),
+    (check_concat_shapes, [torch.Size([3, 5, 4, 16]), [3, 5, 64]]),
+    (check_concat_shapes, ((np.int64(3), 5, torch.tensor(4), 16), np.array([3, 5, 64]))),
+    (check_concat_shapes, ((3.0, 5, 4, 16), (3, 5, 64.0))),  # integral floats count as integers
+    # 6.2: every correct style
+    (check_merge_heads, merge_reference),
+    (check_merge_heads, lambda heads: torch.cat(list(heads.unbind(1)), dim=-1)),  # renamed argument
+    (check_merge_heads, lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)),
+    (check_merge_heads, lambda x: x.permute(0, 2, 1, 3).flatten(2)),
+    (check_merge_heads, lambda x: torch.einsum("bhld->blhd", x).reshape(x.shape[0], x.shape[2], -1)),
+    (check_merge_heads, _merge_loop),
+    (check_merge_heads, lambda x: merge_reference(x.double()).float()),  # float64 inside
+    (check_merge_heads, lambda x: merge_reference(x).double()),  # a float64 answer
+    # 6.3
+    (check_head_from_concat, head_reference),
+    (check_head_from_concat, lambda c, i, h: c.view(c.shape[0], c.shape[1], h, -1)[:, :, i]),
+    (check_head_from_concat, lambda c, i, h: c.chunk(h, dim=-1)[i]),
+    (check_head_from_concat, lambda c, i, h: mha.split_heads(c, h)[:, i]),  # mha is allowed here
+    (check_head_from_concat, lambda c, i, h: head_reference(c, i, h).double()),
+    (check_head_from_concat, lambda c, i, h: head_reference(c, np.int64(i), h).clone()),
+]
+
+
+@pytest.mark.parametrize("check, answer", PASSES)
+def test_correct_answers_pass(capsys, check, answer):
+    ok, out = verdict(capsys, check, answer)
+    assert ok and "✅" in out, out
+
+
+@pytest.mark.parametrize("check, stub", [(check, stub) for check in (check_merge_heads, check_head_from_concat)
+                                         for stub in STUBS] + [
+    (check_concat_shapes, None),
+    (check_concat_shapes, ...),
+    (check_concat_shapes, (..., ...)),
+    (check_concat_shapes, ((..., ..., ..., ...), (..., ..., ...))),  # the stub cell as written
+    (check_concat_shapes, ((3, 5, 4, 16), ...)),
+])
+def test_stub_is_not_done(capsys, check, stub):
+    ok, out = verdict(capsys, check, stub)
+    assert not ok and "还没完成" in out, out
+
+
+@pytest.mark.parametrize("check", CHECKERS)
+@pytest.mark.parametrize("garbage", [
+    "(3, 5, 64)", 42, (3, 5, 64), ((3, 5, 4, 16),), ("a", "b"), ((3.5,), (1,)), object(), raise_value_error,
+    lambda *a: torch.full((2, 3, 4), math.nan),
+    lambda x: merge_reference(x).long(),
+    lambda x: merge_reference(x)[..., :-1],
+    lambda x: merge_reference(x).numpy(),
+    lambda c, i, h: head_reference(c, i, h)[0],
+    lambda c, i, h: head_reference(c, i, h).tolist(),
+    lambda: 1,
+])
+def test_garbage_gets_a_verdict(capsys, check, garbage):
+    ok, out = verdict(capsys, check, garbage)
+    assert not ok and "❌" in out, out
+
+
+# ---------------------------------------------------------------- wrong answers, each named
+def _transpose_in_place(x):
+    x.transpose_(1, 2)
+    return x.reshape(x.shape[0], x.shape[1], -1)
+
+
+def _scale_in_place(x):
+    x.mul_(2.0)
+    return merge_reference(x) / 2
+
+
+def _no_grad_merge(x):
+    with torch.no_grad():
+        return merge_reference(x)
+
+
+def _zeroes_concat(c, i, h):
+    out = head_reference(c, i, h).clone()
+    c.zero_()
+    return out
 
 
 def _width(c, h):
     return c.shape[-1] // h
 
 
-@pytest.mark.parametrize("fn, words", [
-    (lambda c, i, h: c[..., i::h], "步长切片"),
-    (lambda c, i, h: c[..., (i + 1) * _width(c, h):(i + 2) * _width(c, h)], "下一个头"),
-    (lambda c, i, h: c[..., (i - 1) * _width(c, h):i * _width(c, h)], "空张量"),
-    (lambda c, i, h: c[..., max(i - 1, 0) * _width(c, h):max(i, 1) * _width(c, h)], "上一个头"),
-    (lambda c, i, h: c[..., i * h:(i + 1) * h], "切片宽度用了 n_heads"),
-    (lambda c, i, h: c.view(c.shape[0], h, c.shape[1], -1)[:, i], "打乱"),
-])
-def test_head_mistakes(capsys, fn, words):
-    ok, out = verdict(capsys, check_head_from_concat, fn)
-    assert not ok and "❌" in out and words in out, out
+def _forgot_return(*args):
+    args[0] if args else None
 
 
-def _mutating(c, i, h):
-    c.zero_()
-    return head_reference(c, i, h)
+SHORTCUT = "不能调用现成的"
+
+FAILS = [
+    # 6.1
+    (check_concat_shapes, ((3, 4, 5, 16), (3, 5, 64)), ["交换第 1 轴"]),
+    (check_concat_shapes, ((3, 4, 16, 5), (3, 5, 64)), ["transpose(2, 3)"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 4, 80)), ["把 L 和 d_k 合并"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 16)), ["一个头的宽度"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 4, 16)), ["还是四维"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 64, 5)), ["最后两维合并"]),
+    (check_concat_shapes, ((3, 5, 4, 16), None), ["view 之后的形状", "是 None"]),
+    (check_concat_shapes, ((3, 5, None, 16), (3, 5, 64)), ["transpose 之后的形状", "是 None"]),
+    (check_concat_shapes, ((3, 5, 4, 16.5), (3, 5, 64)), ["应该是整数"]),
+    (check_concat_shapes, ((3, 5, 4, 16),), ["两个形状"]),
+    # 6.2: wrong merges
+    (check_merge_heads, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), ["忘了 .contiguous()"]),
+    (check_merge_heads, lambda x: x.reshape(x.shape[0], x.shape[2], -1), ["没有 transpose"]),
+    (check_merge_heads, lambda x: x.contiguous().view(x.shape[0], x.shape[2], -1), ["没有 transpose"]),
+    (check_merge_heads, lambda x: torch.cat([x[:, i] for i in reversed(range(x.shape[1]))], dim=-1), ["顺序反了"]),
+    (check_merge_heads, lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), ["交错"]),
+    (check_merge_heads, lambda x: x.transpose(1, 2), ["还差一步"]),
+    (check_merge_heads, lambda x: x.transpose(1, 2).reshape(x.shape[0], -1, x.shape[3]), ["形状应该是"]),
+    (check_merge_heads, lambda x: merge_reference(x) + 1e-2, ["数值不对"]),
+    (check_merge_heads, lambda x: torch.full((x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), math.nan), ["NaN"]),
+    (check_merge_heads, _forgot_return, ["返回了 None", "return"]),
+    # 6.2: the input must not change
+    (check_merge_heads, _transpose_in_place, ["修改了输入", "参数 x"]),
+    (check_merge_heads, _scale_in_place, ["修改了输入", "参数 x"]),
+    # 6.2: shortcuts into mha are named, however they are reached
+    (check_merge_heads, lambda x: mha.merge_heads(x), [SHORTCUT, "merge_heads"]),
+    (check_merge_heads, imported_merge_heads, [SHORTCUT, "merge_heads"]),
+    (check_merge_heads, mha.steps.merge_heads, [SHORTCUT, "merge_heads"]),
+    # 6.2: a step of a layer must let the gradient through
+    (check_merge_heads, _no_grad_merge, ["不能求梯度", "no_grad"]),
+    (check_merge_heads, lambda x: merge_reference(x.detach()), ["不能求梯度"]),
+    # 6.3
+    (check_head_from_concat, lambda c, i, h: c[..., i::h], ["步长切片"]),
+    (check_head_from_concat, lambda c, i, h: c[..., (i + 1) * _width(c, h):(i + 2) * _width(c, h)], ["下一个头"]),
+    (check_head_from_concat, lambda c, i, h: c[..., (i - 1) * _width(c, h):i * _width(c, h)], ["空张量"]),
+    (check_head_from_concat, lambda c, i, h: c[..., max(i - 1, 0) * _width(c, h):max(i, 1) * _width(c, h)],
+     ["上一个头"]),
+    (check_head_from_concat, lambda c, i, h: c[..., i * h:(i + 1) * h], ["切片宽度用了 n_heads"]),
+    (check_head_from_concat, lambda c, i, h: c.view(c.shape[0], h, c.shape[1], -1)[:, i], ["打乱"]),
+    (check_head_from_concat, lambda c, i, h: torch.full_like(head_reference(c, i, h), math.nan), ["NaN"]),
+    (check_head_from_concat, _zeroes_concat, ["修改了输入", "参数 c"]),
+    (check_head_from_concat, _forgot_return, ["返回了 None"]),
+]
 
 
-@pytest.mark.parametrize("garbage", [
-    "head", 42, _raises_value_error, _mutating,
-    lambda c, i, h: torch.full_like(head_reference(c, i, h), math.nan),
-    lambda c, i, h: head_reference(c, i, h).double(),
-    lambda c, i, h: head_reference(c, i, h)[0],
-    lambda c, i, h: head_reference(c, i, h).tolist(),
-])
-def test_head_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_head_from_concat, garbage)
-    assert ok is False and "❌" in out
+@pytest.mark.parametrize("check, answer, words", FAILS)
+def test_wrong_answers_are_named(capsys, check, answer, words):
+    ok, out = verdict(capsys, check, answer)
+    assert not ok and "❌" in out, out
+    for word in words:
+        assert word in out, (word, out)
 
 
 def test_results_registry_lists_chapter():

@@ -1,30 +1,26 @@
-"""Exercise checkers of chapter 07: references pass, stubs are "not done", named mistakes fail, garbage never raises."""
+"""Exercise checkers of chapter 07: right answers in every style pass; stubs are "not done"; every wrong,
+forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
+import mha
+from exercise_support import STUBS, raise_value_error, verdict
 from mha.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
 
-
-def verdict(capsys, checker, answer):
-    ok = checker(answer, record=False)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out
-    return ok, out
-
-
-def merge(heads):
-    B, h, L, d_k = heads.shape
-    return heads.transpose(1, 2).contiguous().view(B, L, h * d_k)  # (B, L, d_model)
+RIGHT = 512 * 512 + 512
 
 
 # ---------------------------------------------------------------- 7.1
-def test_params_reference(capsys):
-    ok, out = verdict(capsys, check_w_o_params, 512 * 512 + 512)
-    assert ok and "✅" in out
-    assert check_w_o_params(262656.0, record=False)
-    assert check_w_o_params(sum(p.numel() for p in torch.nn.Linear(512, 512).parameters()), record=False)
+@pytest.mark.parametrize("answer", [
+    RIGHT, 262656.0, np.int64(RIGHT), np.int32(RIGHT), np.float64(RIGHT), torch.tensor(RIGHT), torch.tensor(262656.0),
+    np.array(RIGHT), sum(p.numel() for p in torch.nn.Linear(512, 512).parameters()),
+])
+def test_params_right(capsys, answer):
+    ok, out = verdict(capsys, check_w_o_params, answer)
+    assert ok and "✅" in out, out
 
 
 @pytest.mark.parametrize("stub", [None, ...])
@@ -35,55 +31,63 @@ def test_params_stub(capsys, stub):
 
 @pytest.mark.parametrize("answer, words", [
     (512 * 512, "忘了 bias"),
+    (np.int64(512 * 512), "忘了 bias"),
     (8 * 64 * 64, "每个头各自一块"),
     (64 * 64, "每个头各自一块"),
-    (4 * (512 * 512 + 512), "W_q、W_k、W_v"),
+    (4 * RIGHT, "W_q、W_k、W_v"),
+    (3 * RIGHT, "W_q、W_k、W_v"),
     (12345, "提示"),
+    # one rule for numbers: not an integer -> named
+    (262656.5, "应该是整数，却是 262656.5"),
+    (True, "布尔值"),
+    ("262656", "收到了 str"),
+    ((262656,), "收到了 tuple"),
+    ([1, 2], "收到了 list"),
+    (math.nan, "应该是整数"),
+    (math.inf, "应该是整数"),
+    (torch.tensor([RIGHT, 1]), "收到了 Tensor"),
 ])
-def test_params_mistakes(capsys, answer, words):
+def test_params_wrong(capsys, answer, words):
     ok, out = verdict(capsys, check_w_o_params, answer)
-    assert not ok and "❌" in out and words in out
-
-
-@pytest.mark.parametrize("garbage", ["262656", (262656,), math.nan, math.inf, True, [1, 2]])
-def test_params_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_w_o_params, garbage)
-    assert ok is False and "❌" in out
+    assert not ok and "❌" in out and words in out, out
 
 
 # ---------------------------------------------------------------- 7.2
+def merge(heads):
+    B, h, L, d_k = heads.shape
+    return heads.transpose(1, 2).contiguous().view(B, L, h * d_k)  # (B, L, d_model)
+
+
 def output_reference(heads, W_o):
     return W_o(merge(heads))  # (B, L, d_model)
 
 
-def test_output_reference(capsys):
-    ok, out = verdict(capsys, check_output_from_heads, output_reference)
-    assert ok and "✅" in out
-    explicit = lambda heads, W_o: merge(heads) @ W_o.weight.T + W_o.bias  # noqa: E731
-    assert check_output_from_heads(explicit, record=False)
+def output_loop(heads, W_o):
+    return W_o(torch.cat([heads[:, i] for i in range(heads.shape[1])], dim=-1))
 
 
-@pytest.mark.parametrize("stub", [None, ..., lambda heads, W_o: ...])
+def output_float64_inside(h, linear):  # renamed arguments, float64 inside
+    concat = h.permute(0, 2, 1, 3).reshape(h.shape[0], h.shape[2], -1).double()
+    return (concat @ linear.weight.double().T + linear.bias.double()).float()
+
+
+@pytest.mark.parametrize("fn", [
+    output_reference,
+    output_loop,
+    output_float64_inside,
+    lambda heads, W_o: merge(heads) @ W_o.weight.T + W_o.bias,
+    lambda heads, W_o: torch.einsum("bhld,ohd->blo", heads, W_o.weight.view(W_o.out_features, heads.shape[1], -1)) + W_o.bias,
+    lambda heads, W_o: output_reference(heads, W_o).double(),  # a float64 answer
+])
+def test_output_right(capsys, fn):
+    ok, out = verdict(capsys, check_output_from_heads, fn)
+    assert ok and "✅" in out, out
+
+
+@pytest.mark.parametrize("stub", STUBS)
 def test_output_stub(capsys, stub):
     ok, out = verdict(capsys, check_output_from_heads, stub)
     assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("fn, words", [
-    (lambda heads, W_o: merge(heads), "少了最终 Linear W^O"),
-    (lambda heads, W_o: merge(heads) @ W_o.weight + W_o.bias, "没有转置"),
-    (lambda heads, W_o: merge(heads) @ W_o.weight.T, "少了 bias"),
-    (lambda heads, W_o: W_o(heads.reshape(heads.shape[0], heads.shape[2], -1)), "没有先 transpose"),
-    (lambda heads, W_o: heads, "分头的形状"),
-    (lambda heads, W_o: W_o(merge(heads)) * 2, "数值不对"),
-])
-def test_output_mistakes(capsys, fn, words):
-    ok, out = verdict(capsys, check_output_from_heads, fn)
-    assert not ok and "❌" in out and words in out, out
-
-
-def _raises_value_error(*args):
-    raise ValueError("boom")
 
 
 def _mutating(heads, W_o):
@@ -91,17 +95,62 @@ def _mutating(heads, W_o):
     return W_o(merge(heads))
 
 
-@pytest.mark.parametrize("garbage", [
-    "W_o", 42, _raises_value_error, _mutating,
-    lambda heads, W_o: torch.full_like(output_reference(heads, W_o), math.nan),
-    lambda heads, W_o: output_reference(heads, W_o).double(),
-    lambda heads, W_o: output_reference(heads, W_o)[0],
-    lambda heads, W_o: W_o(heads),
-    lambda heads: heads,
+def _mutating_weight(heads, W_o):
+    W_o.weight.data.mul_(1.0).add_(1.0)
+    return W_o(merge(heads))
+
+
+def _transposing_in_place(heads, W_o):
+    x = heads.transpose_(1, 2)
+    return W_o(x.reshape(x.shape[0], x.shape[1], -1))
+
+
+def _no_grad(heads, W_o):
+    with torch.no_grad():
+        return W_o(merge(heads))
+
+
+def _no_return(heads, W_o):
+    W_o(merge(heads))
+
+
+@pytest.mark.parametrize("fn, words", [
+    # named mistakes
+    (lambda heads, W_o: merge(heads), "少了最终 Linear W^O"),
+    (lambda heads, W_o: merge(heads) @ W_o.weight + W_o.bias, "没有转置"),
+    (lambda heads, W_o: merge(heads).double() @ W_o.weight.double() + W_o.bias.double(), "没有转置"),
+    (lambda heads, W_o: merge(heads) @ W_o.weight.T, "少了 bias"),
+    (lambda heads, W_o: W_o(heads.reshape(heads.shape[0], heads.shape[2], -1)), "没有先 transpose"),
+    (lambda heads, W_o: heads, "分头的形状"),
+    (lambda heads, W_o: W_o(merge(heads)) * 2, "数值不对"),
+    # forbidden shortcuts
+    (lambda heads, W_o: W_o(mha.merge_heads(heads)), "这道题要你自己实现，不能调用现成的 mha.steps.merge_heads"),
+    (lambda heads, W_o: mha.project(merge(heads), W_o), "不能调用现成的 mha.steps.project"),
+    # inputs must not change
+    (_mutating, "修改了输入：原地改动了传进来的参数 heads"),
+    (_transposing_in_place, "修改了输入：原地改动了传进来的参数 heads"),
+    (_mutating_weight, "修改了输入：原地改动了传进来的参数 W_o.weight"),
+    # no gradient
+    (_no_grad, "不能求梯度"),
+    (lambda heads, W_o: W_o(merge(heads.detach())), "梯度传不到 heads"),
+    (lambda heads, W_o: merge(heads) @ W_o.weight.detach().T + W_o.bias, "梯度传不到 W_o.weight"),
+    (lambda heads, W_o: torch.tensor(output_reference(heads, W_o).tolist()), "不能求梯度"),
+    # broken answers, each named
+    (_no_return, "返回了 None"),
+    (raise_value_error, "ValueError: boom"),
+    (lambda heads: heads, "TypeError"),
+    (lambda heads, W_o: torch.full_like(output_reference(heads, W_o), math.nan), "NaN"),
+    (lambda heads, W_o: output_reference(heads, W_o)[0], "形状应该是"),
+    (lambda heads, W_o: W_o(heads), "RuntimeError"),
+    (lambda heads, W_o: (output_reference(heads, W_o), heads), "tuple"),
+    (lambda heads, W_o: output_reference(heads, W_o).long(), "dtype"),
+    (lambda heads, W_o: output_reference(heads, W_o).tolist(), "应该是 torch.Tensor"),
+    ("W_o", "callable"),
+    (42, "callable"),
 ])
-def test_output_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_output_from_heads, garbage)
-    assert ok is False and "❌" in out
+def test_output_wrong(capsys, fn, words):
+    ok, out = verdict(capsys, check_output_from_heads, fn)
+    assert not ok and "❌" in out and words in out, out
 
 
 # ---------------------------------------------------------------- 7.3
@@ -112,14 +161,30 @@ def contributions_reference(heads, W_o):
     return torch.stack(parts, dim=1)  # (B, h, L, d_model)
 
 
-def test_contributions_reference(capsys):
-    ok, out = verdict(capsys, check_head_contributions, contributions_reference)
-    assert ok and "✅" in out
-    batched = lambda heads, W_o: heads @ W_o.weight.T.reshape(heads.shape[1], heads.shape[3], -1)  # noqa: E731
-    assert check_head_contributions(batched, record=False)
+def contributions_einsum(heads, W_o):
+    B, h, L, d_k = heads.shape
+    blocks = W_o.weight.view(-1, h, d_k)  # (d_model, h, d_k): column block i is W^O_i transposed
+    return torch.einsum("bhld,ohd->bhlo", heads, blocks)
 
 
-@pytest.mark.parametrize("stub", [None, ..., lambda heads, W_o: ...])
+def contributions_float64(x, layer):  # renamed arguments, a float64 answer
+    d_k = x.shape[-1]
+    W_O = layer.weight.T.double()
+    return torch.stack([x[:, i].double() @ W_O[i * d_k:(i + 1) * d_k] for i in range(x.shape[1])], dim=1)
+
+
+@pytest.mark.parametrize("fn", [
+    contributions_reference,
+    contributions_einsum,
+    contributions_float64,
+    lambda heads, W_o: heads @ W_o.weight.T.reshape(heads.shape[1], heads.shape[3], -1),
+])
+def test_contributions_right(capsys, fn):
+    ok, out = verdict(capsys, check_head_contributions, fn)
+    assert ok and "✅" in out, out
+
+
+@pytest.mark.parametrize("stub", STUBS)
 def test_contributions_stub(capsys, stub):
     ok, out = verdict(capsys, check_head_contributions, stub)
     assert not ok and "还没完成" in out
@@ -135,28 +200,45 @@ def _same_block(heads, W_o):
     return torch.stack([heads[:, i] @ W_o.weight.T[:d_k] for i in range(heads.shape[1])], dim=1)
 
 
+def _via_merge(heads, W_o):
+    contributions_reference(heads, W_o)
+    mha.merge_heads(heads)
+    return contributions_reference(heads, W_o)
+
+
+def _mutating_contributions(heads, W_o):
+    heads[:, 0] = 0
+    return contributions_reference(heads, W_o)
+
+
+def _no_grad_contributions(heads, W_o):
+    with torch.no_grad():
+        return contributions_reference(heads, W_o)
+
+
 @pytest.mark.parametrize("fn, words", [
     (lambda heads, W_o: contributions_reference(heads, W_o) + W_o.bias, "都加了 bias"),
     (_rows, "行块"),
     (_same_block, "同一块"),
     (lambda heads, W_o: contributions_reference(heads, W_o).sum(dim=1), "加起来之后"),
     (lambda heads, W_o: contributions_reference(heads, W_o).transpose(1, 2), "头的轴应该在第 1 维"),
+    (lambda heads, W_o: contributions_reference(heads, W_o) * 2, "数值不对"),
+    (_via_merge, "不能调用现成的 mha.steps.merge_heads"),
+    (_mutating_contributions, "修改了输入：原地改动了传进来的参数 heads"),
+    (_no_grad_contributions, "不能求梯度"),
+    (lambda heads, W_o: contributions_reference(heads.detach(), W_o), "梯度传不到 heads"),
+    (lambda heads, W_o: contributions_reference(heads, W_o).detach().requires_grad_(), "梯度传不到 heads"),
+    (lambda heads, W_o: None, "返回了 None"),
+    (raise_value_error, "ValueError: boom"),
+    (lambda heads, W_o: torch.full_like(contributions_reference(heads, W_o), math.nan), "NaN"),
+    (lambda heads, W_o: contributions_reference(heads, W_o)[:, :1], "形状应该是"),
+    (lambda heads, W_o: [contributions_reference(heads, W_o)], "应该是 torch.Tensor"),
+    (lambda heads, W_o: contributions_reference(heads, W_o).int(), "dtype"),
+    ("W_o", "callable"),
 ])
-def test_contributions_mistakes(capsys, fn, words):
+def test_contributions_wrong(capsys, fn, words):
     ok, out = verdict(capsys, check_head_contributions, fn)
     assert not ok and "❌" in out and words in out, out
-
-
-@pytest.mark.parametrize("garbage", [
-    "W_o", 42, _raises_value_error,
-    lambda heads, W_o: torch.full_like(contributions_reference(heads, W_o), math.nan),
-    lambda heads, W_o: contributions_reference(heads, W_o).double(),
-    lambda heads, W_o: contributions_reference(heads, W_o)[:, :1],
-    lambda heads, W_o: [contributions_reference(heads, W_o)],
-])
-def test_contributions_garbage(capsys, garbage):
-    ok, out = verdict(capsys, check_head_contributions, garbage)
-    assert ok is False and "❌" in out
 
 
 def test_results_registry_lists_chapter():

@@ -1,32 +1,43 @@
-"""Chapter 09 checkers: the reference passes, stubs are "not done", named mistakes fail, garbage never raises."""
+"""Chapter 09 checkers, table-driven: every right answer style passes, stubs are "not done",
+every wrong or forbidden answer fails with a verdict that names it, nothing reaches the
+checker's own error branch (``verdict`` asserts that)."""
 import math
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
+from torch import nn
 
+import mha
 from mha.exercises import check_middle_widths, check_one_head_weights, check_padding_mask
-from exercise_support import STUBS
-from exercise_support import raise_value_error as crashes
+from exercise_support import STUBS, raise_value_error, verdict
+
+SHORTCUT = "不能调用现成的"
+MUTATED = "修改了输入"
 
 
-# ---------------------------------------------------------------- 9.1
+def run(capsys, check, answer, ok, needles=()):
+    got, out = verdict(capsys, check, answer)
+    assert got is ok, out
+    assert ("✅" if ok else ("⏳" if "还没完成" in needles else "❌")) in out, out
+    for needle in needles:
+        assert needle in out, out
+
+
+# ---------------------------------------------------------------- 9.1 padding mask
 
 def pad_ok(ids, pad_id):
     return (ids != pad_id)[:, None, None, :]
 
 
-def pad_ok_unsqueeze(ids, pad_id):
-    return (ids != pad_id).unsqueeze(1).unsqueeze(2)
-
-
-PAD_WRONG = {
-    "polarity": (lambda ids, p: (ids == p)[:, None, None, :], "极性反了"),
-    "shape (B, S)": (lambda ids, p: ids != p, "(B, S)"),
-    "int dtype": (lambda ids, p: (ids != p).long()[:, None, None, :], "dtype"),
-    "float dtype": (lambda ids, p: (ids != p).float()[:, None, None, :], "dtype"),
-    "hard-coded 0": (lambda ids, p: (ids != 0)[:, None, None, :], "写死"),
-    "wrong layout": (lambda ids, p: (ids != p)[:, :, None, None], "头的轴和 query 的轴都写成 1"),
-}
+def pad_loop(token_ids, pad):  # renamed arguments, a Python loop
+    B, S = token_ids.shape
+    out = torch.zeros(B, 1, 1, S, dtype=torch.bool)
+    for b in range(B):
+        for s in range(S):
+            out[b, 0, 0, s] = bool(token_ids[b, s] != pad)
+    return out
 
 
 def pad_mutates(ids, pad_id):
@@ -34,32 +45,36 @@ def pad_mutates(ids, pad_id):
     return (ids != -1)[:, None, None, :]
 
 
-@pytest.mark.parametrize("fn", [pad_ok, pad_ok_unsqueeze])
-def test_padding_mask_reference_passes(fn, capsys):
-    assert check_padding_mask(fn, record=False) is True
-    assert "✅" in capsys.readouterr().out
+PAD_RIGHT = [
+    pad_ok,
+    lambda ids, p: (ids != p).unsqueeze(1).unsqueeze(2),
+    lambda ids, p: ids.ne(p).view(ids.shape[0], 1, 1, ids.shape[1]),
+    lambda ids, p: ~(ids == p).reshape(ids.shape[0], 1, 1, -1),
+    pad_loop,
+]
+
+PAD_WRONG = [  # (answer, words the verdict must contain)
+    (lambda ids, p: (ids == p)[:, None, None, :], ["极性反了"]),
+    (lambda ids, p: (ids > p)[:, None, None, :], ["token_ids > pad_id", "!="]),
+    (lambda ids, p: (ids < p)[:, None, None, :], ["token_ids < pad_id", "!="]),
+    (lambda ids, p: (ids != 0)[:, None, None, :], ["写死", "pad_id"]),
+    (lambda ids, p: (ids > 0)[:, None, None, :], ["写死"]),
+    (lambda ids, p: ids != p, ["(B, S)"]),
+    (lambda ids, p: (ids != p)[:, :, None, None], ["头的轴和 query 的轴都写成 1"]),
+    (lambda ids, p: (ids != p).long()[:, None, None, :], ["dtype", "torch.bool"]),
+    (lambda ids, p: (ids != p).float()[:, None, None, :], ["dtype"]),
+    (lambda ids, p: torch.ones(ids.shape[0], 1, 1, ids.shape[1], dtype=torch.bool), ["位置不对"]),
+    # forbidden shortcut, however it is reached
+    (lambda ids, p: mha.padding_mask(ids, p), [SHORTCUT, "mha.masks.padding_mask"]),
+    (lambda ids, p: mha.masks.padding_mask(ids, p).clone(), [SHORTCUT, "padding_mask"]),
+    # the caller's ids changed in place, named with the student's own argument name
+    (pad_mutates, [MUTATED, "参数 ids"]),
+    (lambda ids, p: None, ["返回了 None", "return"]),
+    (raise_value_error, ["ValueError: boom"]),
+]
 
 
-@pytest.mark.parametrize("stub", STUBS)
-def test_padding_mask_stub(stub, capsys):
-    assert check_padding_mask(stub, record=False) is False
-    assert "还没完成" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("name", list(PAD_WRONG))
-def test_padding_mask_named_mistakes(name, capsys):
-    fn, needle = PAD_WRONG[name]
-    assert check_padding_mask(fn, record=False) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and needle in out, out
-
-
-def test_padding_mask_mutation(capsys):
-    assert check_padding_mask(pad_mutates, record=False) is False
-    assert "修改了输入" in capsys.readouterr().out
-
-
-# ---------------------------------------------------------------- 9.2
+# ---------------------------------------------------------------- 9.2 one head's weights
 
 def weights_ok(q_proj, k_proj, head, n_heads, key_mask):
     d_k = q_proj.shape[-1] // n_heads
@@ -69,9 +84,33 @@ def weights_ok(q_proj, k_proj, head, n_heads, key_mask):
     return torch.softmax(scores.masked_fill(~key_mask, -1e9), dim=-1)
 
 
-def _cols(q_proj, k_proj, head, n_heads):
+def weights_einsum_view(Q, K, i, h, keep):  # renamed args, view into heads, einsum
+    L, d = Q.shape
+    q = Q.view(L, h, d // h)[:, i]
+    k = K.reshape(K.shape[0], h, d // h)[:, i]
+    s = torch.einsum("ld,sd->ls", q, k) / (d // h) ** 0.5
+    return torch.softmax(s.masked_fill(~keep, float("-inf")), dim=-1).nan_to_num(0.0)
+
+
+def weights_float64(q_proj, k_proj, head, n_heads, key_mask):  # float64 inside and out
+    return weights_ok(q_proj.double(), k_proj.double(), head, n_heads, key_mask)
+
+
+def weights_loop(q_proj, k_proj, head, n_heads, key_mask):  # row by row
+    rows = [weights_ok(q_proj[l:l + 1], k_proj, head, n_heads, key_mask)[0] for l in range(q_proj.shape[0])]
+    return torch.stack(rows)
+
+
+def weights_where(q_proj, k_proj, head, n_heads, key_mask):
     d_k = q_proj.shape[-1] // n_heads
-    return q_proj[:, head * d_k:(head + 1) * d_k], k_proj[:, head * d_k:(head + 1) * d_k], d_k
+    cols = slice(head * d_k, (head + 1) * d_k)
+    s = q_proj[:, cols] @ k_proj[:, cols].transpose(0, 1) / math.sqrt(d_k)
+    return F.softmax(torch.where(key_mask, s, torch.tensor(float("-inf"))), dim=1)
+
+
+def _cols(q, k, head, n):
+    d_k = q.shape[-1] // n
+    return q[:, head * d_k:(head + 1) * d_k], k[:, head * d_k:(head + 1) * d_k], d_k
 
 
 def w_no_scale(q, k, head, n, m):
@@ -110,47 +149,78 @@ def w_interleaved(q, k, head, n, m):
     return torch.softmax(s.masked_fill(~m, -1e9), dim=-1)
 
 
-def w_one_based(q, k, head, n, m):
-    return weights_ok(q, k, (head + 1) % n, n, m)
+def w_no_grad(q, k, head, n, m):
+    with torch.no_grad():
+        return weights_ok(q, k, head, n, m)
 
 
-def w_transposed(q, k, head, n, m):
-    return weights_ok(q, k, head, n, m).T
+def w_detached_k(q, k, head, n, m):
+    return weights_ok(q, k.detach(), head, n, m)
 
 
-WEIGHTS_WRONG = {
-    "no sqrt(d_k)": (w_no_scale, "忘了除以 √d_k"),
-    "sqrt(d_model)": (w_dmodel_scale, "√d_model"),
-    "softmax axis": (w_axis0, "softmax 的轴错了"),
-    "polarity": (w_polarity, "极性反了"),
-    "zero after softmax": (w_zero_after, "softmax 之后"),
-    "no mask": (w_no_mask, "没有用掩码"),
-    "interleaved heads": (w_interleaved, "[i::n_heads]"),
-    "other head": (w_one_based, "取成了相邻的另一个头"),
-    "transposed": (w_transposed, "(S, L)"),
-}
+def w_numpy(q, k, head, n, m):  # computed in numpy, handed back as a tensor: no gradient
+    q_i, k_i, d_k = _cols(q.detach().numpy(), k.detach().numpy(), head, n)
+    s = np.where(m.numpy(), q_i @ k_i.T / math.sqrt(d_k), -1e9)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return torch.from_numpy(e / e.sum(axis=-1, keepdims=True))
 
 
-def test_one_head_weights_reference_passes(capsys):
-    assert check_one_head_weights(weights_ok, record=False) is True
-    assert "✅" in capsys.readouterr().out
+def w_scales_in_place(q_proj, k_proj, head, n_heads, key_mask):
+    q_proj /= math.sqrt(q_proj.shape[-1] // n_heads)
+    q_i, k_i, _ = _cols(q_proj, k_proj, head, n_heads)
+    return torch.softmax((q_i @ k_i.T).masked_fill(~key_mask, -1e9), dim=-1)
 
 
-@pytest.mark.parametrize("stub", STUBS)
-def test_one_head_weights_stub(stub, capsys):
-    assert check_one_head_weights(stub, record=False) is False
-    assert "还没完成" in capsys.readouterr().out
+def w_mask_in_place(q, k, head, n, key_mask):
+    key_mask[-1] = False
+    return weights_ok(q, k, head, n, key_mask)
 
 
-@pytest.mark.parametrize("name", list(WEIGHTS_WRONG))
-def test_one_head_weights_named_mistakes(name, capsys):
-    fn, needle = WEIGHTS_WRONG[name]
-    assert check_one_head_weights(fn, record=False) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and needle in out, out
+def w_mha_steps(q, k, head, n, m):
+    q_i, k_i, _ = _cols(q, k, head, n)
+    return mha.masked_softmax(mha.attention_scores(q_i, k_i), m)
 
 
-# ---------------------------------------------------------------- 9.3
+def w_sdpa(q, k, head, n, m):
+    q_i, k_i, _ = _cols(q, k, head, n)
+    return F.scaled_dot_product_attention(q_i, k_i, torch.eye(k.shape[0]), attn_mask=m)  # V = I gives the weights
+
+
+def w_torch_mha(q, k, head, n, m):
+    nn.MultiheadAttention(q.shape[-1], n)
+    return weights_ok(q, k, head, n, m)
+
+
+WEIGHTS_RIGHT = [weights_ok, weights_einsum_view, weights_float64, weights_loop, weights_where]
+
+WEIGHTS_WRONG = [
+    (w_no_scale, ["忘了除以 √d_k"]),
+    (w_dmodel_scale, ["√d_model"]),
+    (w_axis0, ["softmax 的轴错了"]),
+    (w_polarity, ["极性反了"]),
+    (w_zero_after, ["softmax 之后"]),
+    (w_no_mask, ["没有用掩码"]),
+    (w_interleaved, ["[i::n_heads]"]),
+    (lambda q, k, head, n, m: weights_ok(q, k, (head + 1) % n, n, m), ["取成了相邻的另一个头"]),
+    (lambda q, k, head, n, m: weights_ok(q, k, head, n, m).T, ["(S, L)"]),
+    (lambda q, k, head, n, m: weights_ok(q, k, head, n, m) * 1.01, ["数值不对"]),
+    (lambda q, k, head, n, m: weights_ok(q, k, head, n, m) > 0.5, ["浮点数"]),
+    # no gradient: a layer built on this could not train
+    (w_no_grad, ["不能求梯度", "no_grad"]),
+    (w_detached_k, ["梯度传不到 k_proj"]),
+    (w_numpy, ["不能求梯度"]),
+    # inputs changed in place
+    (w_scales_in_place, [MUTATED, "参数 q_proj"]),
+    (w_mask_in_place, [MUTATED, "参数 key_mask"]),
+    # forbidden shortcuts
+    (w_mha_steps, [SHORTCUT, "mha.steps."]),
+    (w_sdpa, [SHORTCUT, "F.scaled_dot_product_attention"]),
+    (w_torch_mha, [SHORTCUT, "nn.MultiheadAttention"]),
+    (lambda *a: None, ["返回了 None"]),
+]
+
+
+# ---------------------------------------------------------------- 9.3 middle widths
 
 def widths_ok(B, L, d_model, n_heads, d_k, d_v):
     h = n_heads
@@ -162,11 +232,12 @@ def widths_ok(B, L, d_model, n_heads, d_k, d_v):
     }
 
 
-def widths_ok_sizes(B, L, d_model, n_heads, d_k, d_v):
-    out = widths_ok(B, L, d_model, n_heads, d_k, d_v)
-    out["output"] = torch.Size(out["output"])
-    out["scores"] = list(out["scores"])
-    return out
+def widths_map(convert, keys=None):
+    """The right answer with some shapes written another way."""
+    def fn(*args):
+        out = widths_ok(*args)
+        return {k: (convert(v) if keys is None or k in keys else v) for k, v in out.items()}
+    return fn
 
 
 def widths_with(**changes):
@@ -180,81 +251,133 @@ def widths_with(**changes):
     return fn
 
 
-WIDTHS_WRONG = {
-    "concat = d_model": (widths_with(concat=("B", "L", "d_model")), "h·d_v"),
-    "q_proj = d_model": (widths_with(q_proj=("B", "L", "d_model")), "h·d_k"),
-    "V uses d_k": (widths_with(v=("B", "h", "L", "d_k"), heads=("B", "h", "L", "d_k")), "不是 d_k"),
-    "scores depend on d_k": (widths_with(scores=("B", "h", "L", "d_k")), "和 d_k、d_v 无关"),
-    "output stays narrow": (widths_with(output=("B", "L", "hd_v")), "映射回 d_model"),
-    "d_k = d_model / h": (widths_with(q=("B", "h", "L", "d_model_h")), "不再是 d_model / h"),
-}
+def widths_by_running_mha(B, L, d_model, n_heads, d_k, d_v):
+    out = widths_ok(B, L, d_model, n_heads, d_k, d_v)
+    out["q"] = tuple(mha.split_heads(torch.zeros(B, L, n_heads * d_k), n_heads).shape)
+    return out
 
 
-@pytest.mark.parametrize("fn", [widths_ok, widths_ok_sizes])
-def test_middle_widths_reference_passes(fn, capsys):
-    assert check_middle_widths(fn, record=False) is True
-    assert "✅" in capsys.readouterr().out
+def widths_missing(*args):
+    out = widths_ok(*args)
+    del out["concat"]
+    return out
 
 
-@pytest.mark.parametrize("stub", STUBS + [lambda *a: {k: ... for k in widths_ok(1, 1, 2, 1, 1, 1)}])
-def test_middle_widths_stub(stub, capsys):
-    assert check_middle_widths(stub, record=False) is False
-    assert "还没完成" in capsys.readouterr().out
+WIDTHS_RIGHT = [
+    widths_ok,
+    widths_map(list, ["scores"]),
+    widths_map(torch.Size, ["output"]),
+    widths_map(lambda s: tuple(np.int64(n) for n in s)),  # numpy integers
+    widths_map(np.array),  # a 1-d numpy array of ints
+    widths_map(lambda s: tuple(torch.tensor(n) for n in s)),  # 0-d torch integers
+    widths_map(lambda s: tuple(float(n) for n in s)),  # integral floats count as integers everywhere
+    lambda B, L, d_model, n_heads, d_k, d_v: {**widths_ok(B, L, d_model, n_heads, d_k, d_v), "extra": "ignored"},
+]
+
+WIDTHS_WRONG = [
+    (widths_with(concat=("B", "L", "d_model")), ["h·d_v"]),
+    (widths_with(q_proj=("B", "L", "d_model")), ["h·d_k"]),
+    (widths_with(v=("B", "h", "L", "d_k"), heads=("B", "h", "L", "d_k")), ["不是 d_k"]),
+    (widths_with(scores=("B", "h", "L", "d_k")), ["和 d_k、d_v 无关"]),
+    (widths_with(output=("B", "L", "hd_v")), ["映射回 d_model"]),
+    (widths_with(q=("B", "h", "L", "d_model_h")), ["不再是 d_model / h"]),
+    (widths_with(k=("B", "L", "h", "d_k")), ["transpose"]),
+    (lambda B, L, d, h, d_k, d_v: widths_ok(B, L, d, h, d // h, d // h), ['shapes["q_proj"]']),  # standard widths only
+    (lambda *a: widths_ok(1, 4, 6, 2, 2, 4), ["B=2"]),  # a fixed answer
+    (widths_missing, ["缺少", "concat"]),
+    (widths_map(lambda s: None, ["heads"]), ['shapes["heads"]', "是 None"]),
+    (widths_map(lambda s: (s[0] + 0.5,) + s[1:], ["v"]), ['shapes["v"]', "应该是整数"]),
+    (widths_map(lambda s: (True,) + s[1:], ["v"]), ["布尔值"]),
+    (widths_map(lambda s: torch.zeros(s), ["q"]), ["tuple(t.shape)"]),
+    (widths_map(str, ["k"]), ['shapes["k"]', "tuple"]),
+    (widths_by_running_mha, [SHORTCUT, "mha.steps.split_heads"]),
+    (lambda *a: [widths_ok(*a)], ["dict"]),
+    (lambda *a: None, ["返回了 None"]),
+]
+
+WIDTHS_STUBS = STUBS + [lambda *a: {k: ... for k in widths_ok(1, 1, 2, 1, 1, 1)},
+                        widths_map(lambda s: ..., ["output"])]
 
 
-@pytest.mark.parametrize("name", list(WIDTHS_WRONG))
-def test_middle_widths_named_mistakes(name, capsys):
-    fn, needle = WIDTHS_WRONG[name]
-    assert check_middle_widths(fn, record=False) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and needle in out, out
+# ---------------------------------------------------------------- the tables, run
 
+RIGHT = ([(check_padding_mask, fn) for fn in PAD_RIGHT]
+         + [(check_one_head_weights, fn) for fn in WEIGHTS_RIGHT]
+         + [(check_middle_widths, fn) for fn in WIDTHS_RIGHT])
 
-def test_middle_widths_standard_only_fails(capsys):
-    """An answer that assumes d_k = d_v = d_model / h everywhere is caught on the first config."""
-    def standard(B, L, d_model, n_heads, d_k, d_v):
-        return widths_ok(B, L, d_model, n_heads, d_model // n_heads, d_model // n_heads)
+WRONG = ([(check_padding_mask, fn, words) for fn, words in PAD_WRONG]
+         + [(check_one_head_weights, fn, words) for fn, words in WEIGHTS_WRONG]
+         + [(check_middle_widths, fn, words) for fn, words in WIDTHS_WRONG])
 
-    assert check_middle_widths(standard, record=False) is False
-    assert "❌" in capsys.readouterr().out
-
-
-def test_middle_widths_missing_key(capsys):
-    def partial(*args):
-        out = widths_ok(*args)
-        del out["concat"]
-        return out
-
-    assert check_middle_widths(partial, record=False) is False
-    assert "concat" in capsys.readouterr().out
-
-
-# ---------------------------------------------------------------- garbage, for every checker
+NOT_DONE = ([(check_padding_mask, s) for s in STUBS] + [(check_one_head_weights, s) for s in STUBS]
+            + [(check_middle_widths, s) for s in WIDTHS_STUBS])
 
 GARBAGE = [
     "a string",
     42,
-    crashes,
     lambda *a: float("nan"),
     lambda *a: torch.full((4, 4), float("nan")),
     lambda *a: torch.zeros(2, 2, dtype=torch.int8),
+    lambda *a: torch.zeros(7, dtype=torch.complex64),
     lambda *a: torch.zeros(7),
+    lambda *a: np.zeros((1, 1, 1, 4), dtype=bool),
     lambda *a: "not a tensor",
     lambda *a: (torch.zeros(1), torch.zeros(1)),
     lambda *a: {"q": "x"},
     lambda *a: {k: (1.5, 2) for k in widths_ok(1, 1, 2, 1, 1, 1)},
+    lambda *a: {k: None for k in widths_ok(1, 1, 2, 1, 1, 1)},
+    lambda *a: {k: ((1, 2), 3) for k in widths_ok(1, 1, 2, 1, 1, 1)},
     lambda: None,  # wrong number of arguments
 ]
 
 
+def _name(value):
+    return getattr(value, "__name__", None) or repr(value)[:30]
+
+
+@pytest.mark.parametrize("check, answer", RIGHT, ids=[f"{c.exercise_id}-{_name(a)}-{i}" for i, (c, a) in enumerate(RIGHT)])
+def test_right_answers_pass(capsys, check, answer):
+    run(capsys, check, answer, True)
+
+
+@pytest.mark.parametrize("check, answer", NOT_DONE, ids=[f"{c.exercise_id}-{i}" for i, (c, _) in enumerate(NOT_DONE)])
+def test_stubs_are_not_done(capsys, check, answer):
+    run(capsys, check, answer, False, ["还没完成"])
+
+
+@pytest.mark.parametrize("check, answer, words", WRONG,
+                         ids=[f"{c.exercise_id}-{'+'.join(w)}-{i}" for i, (c, _, w) in enumerate(WRONG)])
+def test_wrong_answers_are_named(capsys, check, answer, words):
+    run(capsys, check, answer, False, words)
+
+
 @pytest.mark.parametrize("check", [check_padding_mask, check_one_head_weights, check_middle_widths])
-@pytest.mark.parametrize("garbage", GARBAGE)
-def test_garbage_never_raises(check, garbage, capsys):
-    assert check(garbage, record=False) is False
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1 and ("❌" in out or "⏳" in out), out
+@pytest.mark.parametrize("garbage", GARBAGE, ids=[f"garbage-{i}" for i in range(len(GARBAGE))])
+def test_garbage_gets_a_verdict(capsys, check, garbage):
+    ok, out = verdict(capsys, check, garbage)
+    assert not ok and "❌" in out, out
 
 
-def test_crash_is_reported_with_its_error(capsys):
-    assert check_padding_mask(crashes, record=False) is False
-    assert "ValueError: boom" in capsys.readouterr().out
+def test_one_head_weights_on_the_worked_example():
+    """The reference in the notebook checks its answer against the layer: the checker's key agrees."""
+    from mha.exercises.ch09 import _one_head_weights_reference
+
+    torch.manual_seed(0)
+    layer = mha.MultiHeadAttention(6, 2, dropout=0.0)
+    x = torch.randn(1, 4, 6)
+    mask = mha.padding_mask(torch.tensor([[1, 2, 3, 0]]), 0)
+    with torch.no_grad():
+        _, weights = layer(x, x, x, mask, need_weights=True)
+        q_proj, k_proj = layer.W_q(x)[0], layer.W_k(x)[0]
+        for head in range(2):
+            mine = _one_head_weights_reference(q_proj, k_proj, head, 2, mask[0, 0, 0])
+            assert torch.allclose(mine, weights[0, head], atol=1e-6)
+
+
+@pytest.mark.parametrize("answer, ok", [(weights_ok, True), (weights_einsum_view, True), (weights_float64, True),
+                                        (w_no_grad, False), (w_detached_k, False)])
+def test_one_head_weights_with_autograd_off(capsys, answer, ok):
+    """Chapter 9 turns autograd off globally (torch.set_grad_enabled(False)); the checker turns it back
+    on for the student's code, so right answers still pass and a detached answer still fails."""
+    with torch.set_grad_enabled(False):
+        run(capsys, check_one_head_weights, answer, ok, [] if ok else ["梯度"])

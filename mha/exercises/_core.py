@@ -176,7 +176,8 @@ def _changed(snapshot) -> str | None:
     return None
 
 
-def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortcut_hint=None, **kwargs):
+def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortcut_hint=None,
+         may_return_none: bool = False, **kwargs):
     """Call the student's ``fn`` and turn everything that can go wrong into a verdict.
 
     * a stub (``None``, ``...``, ``raise NotImplementedError``, returning ``...``) -> :class:`NotDone`;
@@ -187,7 +188,8 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortc
     * returning ``None`` -> :class:`Mistake` ("did you forget ``return``?").
 
     ``shortcut_hint`` replaces the default advice after a forbidden call (e.g. for questions
-    whose answer is a shape: "write the shape from the arguments").
+    whose answer is a shape: "write the shape from the arguments"). ``may_return_none``: the
+    exercise asks for a function that works in place (e.g. loading weights), so ``None`` is fine.
     """
     if is_stub(fn):
         raise NotDone()
@@ -207,9 +209,9 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortc
     if crash is not None:
         frames = traceback.extract_tb(crash.__traceback__)
         if isinstance(crash, TypeError) and len(frames) == 1:  # the call itself failed: wrong arguments
-            raise Mistake(f"{what} 的参数和题目给的不一样（{crash}）：检查参数的个数和顺序，"
+            raise Mistake(f"{what} 的参数和题目给的不一样（TypeError: {crash}）：检查参数的个数和顺序，"
                           f"检查函数会这样调用它：{len(args)} 个位置参数") from None
-        last = frames[-1] if frames else None
+        last = _students_frame(frames)
         where = f"（第 {last.lineno} 行：{last.line}）" if last is not None and last.line else ""
         raise Mistake(f"{what} 运行时抛出了 {type(crash).__name__}: {crash}{where}") from None
     if out is NotImplemented or out is Ellipsis:
@@ -218,9 +220,20 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortc
     if changed is not None:
         raise Mistake(f"{what} 修改了输入：原地改动了传进来的{changed}（例如 x[...] = ...、+=、masked_fill_ 或 x2 = x 之后再改 x2）；"
                       "不要改动输入，需要时先用 .clone() 复制一份")
-    if out is None and not isinstance(fn, type):
+    if out is None and not isinstance(fn, type) and not may_return_none:
         raise Mistake(f"{what} 返回了 None：是不是忘了写 return？")
     return out
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+def _students_frame(frames):
+    """The deepest traceback frame in the student's own code (not in the checkers or in torch)."""
+    for frame in reversed(frames):
+        if not frame.filename.startswith((_CHECKER_DIR, _TORCH_DIR)):
+            return frame
+    return None
 
 
 # ---------------------------------------------------------------- one rule for numbers

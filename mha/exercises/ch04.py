@@ -1,38 +1,41 @@
 """Checkers for chapter 04, step 3: split heads.
 
 * 4.1 ``check_split_shape``: predict the shape after the split.
-* 4.2 ``check_split_heads``: implement ``split_heads`` with view + transpose.
+* 4.2 ``check_split_heads``: implement ``split_heads`` with view + transpose (no ``mha``).
 * 4.3 ``check_per_head_linears``: cut one big Linear into h small per-head Linears.
+
+The answer keys come from :func:`mha.split_heads` itself.
 """
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from ._core import Mistake, NotDone, call, checker, expect_close, expect_shape, expect_tensor, is_stub
-from .ch03 import _as_shape
+from ..steps import split_heads
+from ._core import (MHA, Mistake, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
+                    expect_tensor, part)
 
 __all__ = ["check_split_shape", "check_split_heads", "check_per_head_linears"]
 
 
-def _reference_split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    B, L, d_model = x.shape
-    return x.view(B, L, n_heads, d_model // n_heads).transpose(1, 2)  # (B, h, L, d_k)
+def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
+    """Same shape and values (float32 and float64 answers alike); used to name a typical mistake."""
+    return (isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
+            and torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=1e-5))
 
 
 # ---------------------------------------------------------------- 4.1
+SHAPE_CASES = [(2, 4, 512, 8), (3, 5, 6, 2), (1, 7, 12, 3), (4, 2, 64, 16)]  # (B, L, d_model, n_heads)
+
+
 @checker("ch04", "4.1", "预测分头之后的形状")
 def check_split_shape(fn):
     """``fn(B, L, d_model, n_heads)`` must return (B, h, L, d_k)."""
-    for B, L, d_model, n_heads in [(2, 4, 512, 8), (3, 5, 6, 2), (1, 7, 12, 3), (4, 2, 64, 16)]:
-        d_k = d_model // n_heads
-        answer = call(fn, B, L, d_model, n_heads, what="你的函数")
-        if not is_stub(answer) and isinstance(answer, (tuple, list, torch.Size)):
-            if any(isinstance(n, float) for n in answer) and [float(n) for n in answer] == [B, n_heads, L, d_k]:
-                raise Mistake("顺序和数值都对，但 d_k 是浮点数（d_model / n_heads 得到 64.0）；"
-                              "形状必须是整数，请用 d_model // n_heads")
-        got = _as_shape(answer, "返回值")
-        want = (B, n_heads, L, d_k)
+    for B, L, d_model, n_heads in SHAPE_CASES:
+        want = tuple(split_heads(torch.zeros(B, L, d_model), n_heads).shape)  # (B, h, L, d_k)
+        d_k = want[-1]
+        got = as_shape(call(fn, B, L, d_model, n_heads, what="你的函数"), "返回值")
         if got == want:
             continue
         args = f"(B, L, d_model, n_heads) = {(B, L, d_model, n_heads)}"
@@ -51,35 +54,44 @@ def check_split_shape(fn):
 
 
 # ---------------------------------------------------------------- 4.2
+SPLIT_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2), (2, 4, 8, 64)]  # (B, L, h, d_k)
+
+
 @checker("ch04", "4.2", "实现 split_heads")
 def check_split_heads(fn):
-    """``fn(x, n_heads)``: (B, L, d_model) -> (B, h, L, d_k), head i = dims [i*d_k, (i+1)*d_k)."""
-    for B, L, n_heads, d_k in [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2), (2, 4, 8, 64)]:
+    """``fn(x, n_heads)``: (B, L, d_model) -> (B, h, L, d_k), head i = dims [i*d_k, (i+1)*d_k); no ``mha``."""
+    for B, L, n_heads, d_k in SPLIT_CASES:
         x = torch.randn(B, L, n_heads * d_k)
-        x_copy = x.clone()
         where = f"x 的形状 {(B, L, n_heads * d_k)}、n_heads={n_heads}"
-        out = call(fn, x, n_heads, what="split_heads")
-        if x.shape != x_copy.shape or not torch.equal(x, x_copy):
-            raise Mistake(f"{where} 时你的函数修改了输入 x（形状或数值变了）；分头只该返回一个新视图，别用 resize_、transpose_ 之类的原地操作")
+        out = call(fn, x, n_heads, what="split_heads", forbid=(MHA,))
         out = expect_tensor(out, "split_heads 的返回值")
-        want = _reference_split(x_copy, n_heads)
-        if tuple(out.shape) == (B, L, n_heads, d_k) and (L != n_heads):
+        want = split_heads(x, n_heads)  # (B, h, L, d_k)
+        if tuple(out.shape) == (B, L, n_heads, d_k) and L != n_heads:
             raise Mistake(f"{where} 时返回了 {tuple(out.shape)} = (B, L, h, d_k)：只做了 view，忘了 transpose(1, 2)；"
                           f"应为 (B, h, L, d_k) = {tuple(want.shape)}")
         if n_heads != d_k and tuple(out.shape) in {(B, d_k, L, n_heads), (B, L, d_k, n_heads)}:
             raise Mistake(f"{where} 时返回了 {tuple(out.shape)}：h 和 d_k 用反了，d_k 应为 d_model // n_heads = {d_k}")
         expect_shape(out, want.shape, f"{where} 时 split_heads 的返回值", hint="(B, h, L, d_k)，d_k = d_model // n_heads")
-        if torch.equal(out, x_copy.reshape(B, n_heads, L, d_k)):
+        if _same(out, x.reshape(B, n_heads, L, d_k)) and not _same(out, want):
             raise Mistake(f"{where} 时形状对了，但你是直接 view/reshape 成 (B, h, L, d_k)，没有先 view 成 (B, L, h, d_k) "
                           "再 transpose——这样会把不同 token 的数混进同一个头的同一行")
-        if torch.equal(out, x_copy.view(B, L, d_k, n_heads).permute(0, 3, 1, 2)):
+        if _same(out, x.view(B, L, d_k, n_heads).permute(0, 3, 1, 2)) and not _same(out, want):
             raise Mistake(f"{where} 时形状对了，但你按 (B, L, d_k, h) 切分：每个头拿到的是隔 h 取一个的数，"
                           "而不是连续的 d_k 个数；应 view 成 (B, L, h, d_k)")
         expect_close(out, want, f"{where} 时 split_heads 的返回值",
                      hint="第 i 个头、第 t 个 token 应是 x[b, t, i*d_k:(i+1)*d_k]")
 
+    # split_heads is a step of a layer that trains: the gradient must flow back to x
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    out = expect_tensor(call(fn, x, 2, what="split_heads", forbid=(MHA,)), "split_heads 的返回值")
+    expect_shape(out, (2, 2, 3, 4), "x 需要梯度时 split_heads 的返回值")
+    expect_gradients(out, {"x": x}, "split_heads 的返回值")
+
 
 # ---------------------------------------------------------------- 4.3
+LINEAR_CASES = [(6, 2), (12, 3), (8, 4), (16, 2)]  # (d_model, n_heads)
+
+
 def _big_linear(d_model: int) -> nn.Linear:
     big = nn.Linear(d_model, d_model)
     with torch.no_grad():
@@ -88,45 +100,73 @@ def _big_linear(d_model: int) -> nn.Linear:
     return big
 
 
+def _small_parameters(smalls, where: str, d_model: int, n_heads: int):
+    """Check the list of small Linears and return [(weight, bias or None)], one per head."""
+    d_k = d_model // n_heads
+    smalls = part(smalls, "你的函数的返回值")
+    if isinstance(smalls, nn.Linear) or not isinstance(smalls, (list, tuple, nn.ModuleList)):
+        raise Mistake(f"应该返回 h 个 nn.Linear 组成的 list，却返回了 {type(smalls).__name__}")
+    if len(smalls) != n_heads:
+        raise Mistake(f"{where} 时应该返回 h = {n_heads} 个小 Linear，却返回了 {len(smalls)} 个")
+    params = []
+    for i, lin in enumerate(smalls):
+        if not isinstance(lin, nn.Linear):
+            raise Mistake(f"第 {i} 个元素应该是 nn.Linear，却是 {type(lin).__name__}")
+        weight, bias = lin.weight, lin.bias
+        if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != (d_k, d_model):
+            got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
+            raise Mistake(f"{where} 时第 {i} 个小 Linear 的 weight 形状应为 (d_k, d_model) = {(d_k, d_model)}，"
+                          f"实际是 {got}；它应是 nn.Linear(d_model, d_k)")
+        if bias is not None and (not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (d_k,)):
+            got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
+            raise Mistake(f"{where} 时第 {i} 个小 Linear 的 bias 形状应为 (d_k,) = {(d_k,)}，实际是 {got}")
+        for name, t in (("weight", weight), ("bias", bias)):
+            if t is None:
+                continue
+            if not t.is_floating_point():
+                raise Mistake(f"第 {i} 个小 Linear 的 {name} 应该是浮点数，却是 {t.dtype}")
+            if not torch.isfinite(t).all():
+                raise Mistake(f"第 {i} 个小 Linear 的 {name} 里有 NaN 或 inf")
+            if not t.requires_grad:
+                raise Mistake(f"第 {i} 个小 Linear 的 {name} 不能训练（requires_grad=False）；"
+                              "复制参数时用 with torch.no_grad(): 加 .copy_()，不要关掉参数的梯度")
+        params.append((weight, bias))
+    return params
+
+
+def _apply(x: torch.Tensor, params) -> torch.Tensor:
+    """Run every small Linear from its parameters (in float64) and stack: (B, h, L, d_k)."""
+    x = x.double()
+    return torch.stack([F.linear(x, w.double(), None if b is None else b.double()) for w, b in params], dim=1)
+
+
 @checker("ch04", "4.3", "把一个大 Linear 拆成每个头的小 Linear")
 def check_per_head_linears(fn):
-    """``fn(W_q, n_heads)`` must return h ``nn.Linear(d_model, d_k)``; head i uses rows [i*d_k, (i+1)*d_k)."""
-    for d_model, n_heads in [(6, 2), (12, 3), (8, 4), (16, 2)]:
+    """``fn(W_q, n_heads)`` must return h ``nn.Linear(d_model, d_k)``; head i uses rows [i*d_k, (i+1)*d_k).
+
+    The small Linears are judged by their parameters (``F.linear(x, weight, bias)``), so an
+    ``nn.Linear`` subclass whose ``forward`` calls the big Linear does not pass.
+    """
+    for d_model, n_heads in LINEAR_CASES:
         d_k = d_model // n_heads
         big = _big_linear(d_model)
-        W0, b0 = big.weight.detach().clone(), big.bias.detach().clone()
         where = f"d_model={d_model}、n_heads={n_heads}"
-        smalls = call(fn, big, n_heads, what="你的函数")
-        if is_stub(smalls):
-            raise NotDone()
-        if not torch.equal(big.weight.detach(), W0) or not torch.equal(big.bias.detach(), b0):
-            raise Mistake(f"{where} 时你的函数改动了传入的大 Linear 的参数；只应该读取它")
-        if isinstance(smalls, nn.Linear) or not isinstance(smalls, (list, tuple, nn.ModuleList)):
-            raise Mistake(f"应该返回 h 个 nn.Linear 组成的 list，却返回了 {type(smalls).__name__}")
-        if len(smalls) != n_heads:
-            raise Mistake(f"{where} 时应该返回 h = {n_heads} 个小 Linear，却返回了 {len(smalls)} 个")
-        for i, lin in enumerate(smalls):
-            if not isinstance(lin, nn.Linear):
-                raise Mistake(f"第 {i} 个元素应该是 nn.Linear，却是 {type(lin).__name__}")
-            if tuple(lin.weight.shape) != (d_k, d_model):
-                raise Mistake(f"{where} 时第 {i} 个小 Linear 的 weight 形状应为 (d_k, d_model) = {(d_k, d_model)}，"
-                              f"实际是 {tuple(lin.weight.shape)}；它应是 nn.Linear(d_model, d_k)")
-            if not torch.isfinite(lin.weight).all():
-                raise Mistake(f"第 {i} 个小 Linear 的 weight 里有 NaN 或 inf")
+        params = _small_parameters(call(fn, big, n_heads, what="你的函数"), where, d_model, n_heads)
         x = torch.randn(2, 3, d_model)
         with torch.no_grad():
-            want = _reference_split(big(x), n_heads)  # (B, h, L, d_k)
-            got = torch.stack([lin(x) for lin in smalls], dim=1)  # (B, h, L, d_k)
-            W = big.weight
-            if all(torch.equal(lin.weight, W[:, i * d_k:(i + 1) * d_k].T) for i, lin in enumerate(smalls)):
+            want = split_heads(big(x), n_heads).double()  # (B, h, L, d_k)
+            got = _apply(x, params)  # (B, h, L, d_k)
+            W = big.weight.double()
+            without_bias = split_heads(x.double() @ W.T, n_heads)
+            if all(torch.allclose(w.double(), W[:, i * d_k:(i + 1) * d_k].T) for i, (w, _) in enumerate(params)):
                 raise Mistake(f"{where} 时你按列切了 weight（W[:, i*d_k:(i+1)*d_k]）。nn.Linear 的 weight 是 (out, in)，"
                               "一个头的输出维对应 weight 的行：W[i*d_k:(i+1)*d_k]")
-            if all(lin.bias is None for lin in smalls) or torch.allclose(got, _reference_split(x @ W.T, n_heads), atol=1e-5):
+            weights_only = torch.stack([x.double() @ w.double().T for w, _ in params], dim=1)
+            weights_ok = torch.allclose(weights_only, without_bias, atol=1e-5)
+            if weights_ok and (all(b is None for _, b in params) or torch.allclose(got, without_bias, atol=1e-5)):
                 raise Mistake(f"{where} 时小 Linear 的权重对了，但忘了把偏置也切过来（bias[i*d_k:(i+1)*d_k]）")
             if n_heads > 1 and torch.allclose(got, want.flip(1), atol=1e-5):
                 raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 应取第 i 段行，即 W[i*d_k:(i+1)*d_k]")
-            weights_ok = torch.allclose(torch.stack([x @ lin.weight.T for lin in smalls], 1),
-                                        _reference_split(x @ W.T, n_heads), atol=1e-5)
             if weights_ok and not torch.allclose(got, want, atol=1e-5):
                 raise Mistake(f"{where} 时每个头的权重对了，但偏置不对：第 i 个头的偏置是 bias[i*d_k:(i+1)*d_k]")
         expect_close(got, want, f"{where} 时把 h 个小 Linear 的输出叠起来",
