@@ -1,11 +1,28 @@
-"""Exercise checkers of chapter 03: references pass, stubs say "not done", each typical mistake is named."""
+"""Tests for the chapter 03 checkers: correct answers in many styles pass, stubs are 'not done',
+shortcuts and wrong answers get a verdict that names what happened (table-driven)."""
 import math
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
+from torch import nn
 
+import mha
 from mha.exercises import check_count_parameters, check_project_matmul, check_projection_shape, results
-from exercise_support import raise_not_implemented, raise_value_error, return_ellipsis
+from exercise_support import STUBS, raise_value_error, verdict
+
+
+def passes(capsys, checker, answer):
+    ok, out = verdict(capsys, checker, answer)
+    assert ok and "✅" in out, out
+
+
+def fails_with(capsys, checker, answer, *needles):
+    ok, out = verdict(capsys, checker, answer)
+    assert not ok and "❌" in out, out
+    for needle in needles:
+        assert needle in out, (needle, out)
 
 
 # ---------------------------------------------------------------- references
@@ -24,40 +41,11 @@ def project_ref(x, linear):
     return out
 
 
-CHECKERS = [
-    (check_projection_shape, projection_shape_ref),
-    (check_count_parameters, count_parameters_ref),
-    (check_project_matmul, project_ref),
-]
-
-
-def _returns_nan(*args):
-    return torch.full((2, 4, 6), float("nan"))
-
-
-@pytest.mark.parametrize("check, ref", CHECKERS)
-def test_reference_passes(check, ref, capsys):
-    assert check(ref) is True
-    assert "✅" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check, ref", CHECKERS)
-@pytest.mark.parametrize("stub", [raise_not_implemented, return_ellipsis, None, ...])
-def test_stub_is_not_done(check, ref, stub, capsys):
-    assert check(stub) is False
-    assert "还没完成" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check, ref", CHECKERS)
-@pytest.mark.parametrize("garbage", [
-    "a string", 42, 3.5, raise_value_error, _returns_nan,
-    lambda *a: "text", lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
-    lambda *a: (1.5, 2), lambda *a: [None], lambda *a: float("nan"), lambda *a: True, lambda *a: {"x": 1},
-])
-def test_garbage_never_raises(check, ref, garbage, capsys):
-    assert check(garbage) is False
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1 and "❌" in out
+@pytest.mark.parametrize("check", [check_projection_shape, check_count_parameters, check_project_matmul])
+@pytest.mark.parametrize("stub", STUBS)
+def test_stub_is_not_done(check, stub, capsys):
+    ok, out = verdict(capsys, check, stub)
+    assert not ok and "还没完成" in out
 
 
 def test_record_false_is_not_recorded(capsys):
@@ -66,31 +54,95 @@ def test_record_false_is_not_recorded(capsys):
     assert results("ch03")["3.1"] == "todo"
     check_projection_shape(projection_shape_ref)
     assert results("ch03")["3.1"] == "pass"
+    capsys.readouterr()
 
 
-# ---------------------------------------------------------------- 3.1 mistakes
-@pytest.mark.parametrize("wrong, message", [
+# ---------------------------------------------------------------- 3.1
+@pytest.mark.parametrize("fn", [
+    projection_shape_ref,
+    lambda B, L, d, h: [B, L, d],
+    lambda B, L, d, h: torch.Size([B, L, d]),
+    lambda B, L, d, h: (np.int64(B), np.int32(L), np.int64(d)),
+    lambda B, L, d, h: np.array([B, L, d]),
+    lambda B, L, d, h: (B, L, d / 1),  # an integral float is an integer, in every exercise
+    lambda B, L, d, h: (torch.tensor(B), L, torch.tensor(d)),
+    lambda batch, length, width, heads: tuple(nn.Linear(width, width)(torch.zeros(batch, length, width)).shape),
+])
+def test_3_1_correct_styles_pass(capsys, fn):
+    passes(capsys, check_projection_shape, fn)
+
+
+@pytest.mark.parametrize("wrong, needle", [
     (lambda B, L, d, h: (B, h, L, d // h), "分头之后"),
     (lambda B, L, d, h: (B, L, h, d // h), "分头之后"),
     (lambda B, L, d, h: (B, L, d // h), "不是一个头的宽度"),
     (lambda B, L, d, h: (d, d), "权重矩阵"),
     (lambda B, L, d, h: (L, d), "batch"),
-    (lambda B, L, d, h: (B, L, d / 1), "整数"),
     (lambda B, L, d, h: (2, 4, 512), "应为 (3, 5, 4)"),
+    (lambda B, L, d, h: (B, L, d / 3), "除法请用 //"),
+    (lambda B, L, d, h: (B, L, None), "返回值 的第 3 项 是 None"),
+    (lambda B, L, d, h: (True, L, d), "布尔值"),
+    (lambda B, L, d, h: None, "忘了写 return"),
+    (lambda B, L, d, h: torch.zeros(B, L, d), "而不是张量"),
+    (lambda B, L, d, h: "text", "tuple"),
+    (lambda B, L, d, h: {"x": 1}, "tuple"),
+    (lambda B, L, d, h: float("nan"), "tuple"),
+    (lambda B, L, d, h: (1.5, 2), "应该是整数，却是 1.5"),
+    (raise_value_error, "ValueError"),
+    ("a string", "应该是一个函数"),
+    (42, "应该是一个函数"),
 ])
-def test_projection_shape_mistakes(wrong, message, capsys):
-    assert check_projection_shape(wrong) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and message in out
+def test_3_1_wrong_answers_are_named(wrong, needle, capsys):
+    fails_with(capsys, check_projection_shape, wrong, needle)
 
 
-def test_projection_shape_accepts_list_and_size(capsys):
-    assert check_projection_shape(lambda B, L, d, h: [B, L, d])
-    assert check_projection_shape(lambda B, L, d, h: torch.Size([B, L, d]))
+# ---------------------------------------------------------------- 3.2
+def _count_loop(width, heads, bias=True):  # renamed arguments, a loop over the four Linears
+    total = 0
+    for _ in ("W_q", "W_k", "W_v", "W_o"):
+        total += width * width
+        if bias:
+            total += width
+    return total
 
 
-# ---------------------------------------------------------------- 3.2 mistakes
-@pytest.mark.parametrize("wrong, message", [
+@pytest.mark.parametrize("fn", [
+    count_parameters_ref,
+    _count_loop,
+    lambda d, h, bias=True: np.int64(count_parameters_ref(d, h, bias)),
+    lambda d, h, bias=True: float(count_parameters_ref(d, h, bias)),  # 262656.0 is accepted like 262656
+    lambda d, h, bias=True: torch.tensor(count_parameters_ref(d, h, bias)),
+    lambda d, h, bias=True: 4 * d * (d + bias),
+])
+def test_3_2_correct_styles_pass(capsys, fn):
+    passes(capsys, check_count_parameters, fn)
+
+
+def _counts_course_layer(d, h, bias=True):
+    return sum(p.numel() for p in mha.MultiHeadAttention(d, h, bias=bias).parameters())
+
+
+class _MyLayer(mha.MultiHeadAttention):
+    pass
+
+
+def _counts_linears(d, h, bias=True):
+    return 4 * sum(p.numel() for p in nn.Linear(d, d, bias=bias).parameters())
+
+
+def _counts_torch_layer(d, h, bias=True):
+    return sum(p.numel() for p in nn.MultiheadAttention(d, h, bias=bias).parameters())
+
+
+@pytest.mark.parametrize("wrong, needle", [
+    # building a layer to count it is the shortcut the prompt forbids
+    (_counts_course_layer, "不要真的建一个层去数（检查时发现你的代码创建了 MultiHeadAttention）"),
+    (lambda d, h, bias=True: sum(p.numel() for p in _MyLayer(d, h, bias=bias).parameters()), "创建了 _MyLayer"),
+    (_counts_linears, "不要真的建一个层去数（检查时发现你的代码创建了 Linear）"),
+    (_counts_torch_layer, "创建了 MultiheadAttention"),
+    (lambda d, h, bias=True: count_parameters_ref(d, h, bias) + 0 * mha.split_heads(torch.zeros(1, 1, d), h).sum().item(),
+     "不能调用现成的 mha.steps.split_heads"),
+    # named mistakes
     (lambda d, h, bias=True: 4 * d * d, "忘了偏置"),
     (lambda d, h, bias=True: 4 * (d * d + d), "bias=False"),
     (lambda d, h, bias=True: 3 * (d * d + (d if bias else 0)), "忘了最终的 W_o"),
@@ -98,79 +150,134 @@ def test_projection_shape_accepts_list_and_size(capsys):
     (lambda d, h, bias=True: 4 * (d * (d // h) + ((d // h) if bias else 0)), "一个头"),
     (lambda d, h, bias=True: 4 * (d * d + (1 if bias else 0)), "偏置不是一个数"),
     (lambda d, h, bias=True: 2 * d * d, "四个 nn.Linear"),
+    (lambda d, h, bias=True: np.float64(count_parameters_ref(d, h, bias)) + 0.5, "应该是整数，却是"),
+    # one rule for numbers, and garbage
+    (lambda d, h, bias=True: None, "忘了写 return"),
+    (lambda d, h, bias=True: True, "布尔值"),
+    (lambda d, h, bias=True: 3.5, "应该是整数，却是 3.5"),
+    (lambda d, h, bias=True: float("nan"), "应该是整数，却是 nan"),
+    (lambda d, h, bias=True: "text", "应该是整数"),
+    (lambda d, h, bias=True: torch.zeros(3, dtype=torch.long), "应该是整数"),
+    (lambda d, h, bias=True: [None], "应该是整数"),
+    (raise_value_error, "ValueError"),
+    (42, "应该是一个函数"),
 ])
-def test_count_parameters_mistakes(wrong, message, capsys):
-    assert check_count_parameters(wrong) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and message in out
+def test_3_2_wrong_answers_are_named(wrong, needle, capsys):
+    fails_with(capsys, check_count_parameters, wrong, needle)
 
 
-def test_count_parameters_accepts_numel_sum(capsys):
-    from mha import MultiHeadAttention
-
-    def from_layer(d, h, bias=True):
-        return sum(p.numel() for p in MultiHeadAttention(d, h, bias=bias).parameters())
-
-    assert check_count_parameters(from_layer) is True
-
-
-def test_count_parameters_reference_formula():
-    from mha import MultiHeadAttention
-
+def test_3_2_reference_formula_matches_the_layer():
     for d, h in [(512, 8), (6, 2), (12, 3)]:
         for bias in (True, False):
-            layer = MultiHeadAttention(d, h, bias=bias)
-            assert sum(p.numel() for p in layer.parameters()) == count_parameters_ref(d, h, bias)
+            assert _counts_course_layer(d, h, bias) == count_parameters_ref(d, h, bias)
 
 
-# ---------------------------------------------------------------- 3.3 mistakes
+# ---------------------------------------------------------------- 3.3
+def _einsum(x, linear):
+    out = torch.einsum("bli,oi->blo", x, linear.weight)
+    return out if linear.bias is None else out + linear.bias
+
+
+def _loops(inputs, layer):  # renamed arguments, one token at a time
+    rows = []
+    for b in range(inputs.shape[0]):
+        rows.append(torch.stack([torch.mv(layer.weight, inputs[b, t]) for t in range(inputs.shape[1])]))
+    out = torch.stack(rows)
+    return out + layer.bias if layer.bias is not None else out
+
+
+def _float64_inside(x, linear):
+    out = x.double() @ linear.weight.double().T
+    if linear.bias is not None:
+        out = out + linear.bias.double()
+    return out  # a float64 answer is as right as a float32 one
+
+
+def _reshape_2d(x, linear):
+    B, L, d_in = x.shape
+    out = torch.matmul(x.reshape(B * L, d_in), linear.weight.t()).reshape(B, L, -1)
+    return out + (linear.bias if linear.bias is not None else torch.zeros(()))
+
+
+@pytest.mark.parametrize("fn", [project_ref, _einsum, _loops, _float64_inside, _reshape_2d,
+                                lambda x, linear: project_ref(x, linear).float()])
+def test_3_3_correct_styles_pass(capsys, fn):
+    passes(capsys, check_project_matmul, fn)
+
+
 def _no_transpose(x, linear):
     return x @ linear.weight + (linear.bias if linear.bias is not None else 0)
 
 
-def _no_bias(x, linear):
-    return x @ linear.weight.T
+def _no_transpose_float64(x, linear):
+    return x.double() @ linear.weight.double() + (linear.bias.double() if linear.bias is not None else 0)
 
 
-def _bias_always(x, linear):
-    return x @ linear.weight.T + linear.bias
-
-
-def _calls_linear(x, linear):
-    return linear(x)
-
-
-def _mutates(x, linear):
-    x.mul_(1.0).add_(0.0)
+def _mutates_x(x, linear):
     x += 1.0
     return project_ref(x - 1.0, linear)
 
 
-def _uses_functional(x, linear):
-    return torch.nn.functional.linear(x, linear.weight, linear.bias)
+def _mutates_weight(x, linear):
+    with torch.no_grad():
+        linear.weight.mul_(1.0).add_(1.0)
+        linear.weight.sub_(1.0)
+        linear.weight.add_(0.5)
+    return project_ref(x, linear)
 
 
-@pytest.mark.parametrize("wrong, message", [
+def _no_grad(x, linear):
+    with torch.no_grad():
+        return project_ref(x, linear)
+
+
+def _data(x, linear):
+    out = x @ linear.weight.data.T
+    return out if linear.bias is None else out + linear.bias.data
+
+
+def _detached_input(x, linear):
+    return project_ref(x.detach(), linear)
+
+
+@pytest.mark.parametrize("wrong, needle", [
+    # shortcuts
+    (lambda x, linear: linear(x), "直接调用了 linear(x)"),
+    (lambda x, linear: linear.forward(x), "直接调用了 linear(x)"),
+    (lambda x, linear: F.linear(x, linear.weight, linear.bias), "你调用了 F.linear"),
+    (lambda x, linear: nn.Linear.forward(linear, x), "你调用了 F.linear"),
+    (lambda x, linear: mha.project(x, linear), "不能调用现成的 mha.steps.project"),
+    (lambda x, linear: mha.steps.project(x.clone(), linear), "只用 linear.weight、linear.bias 和矩阵乘法"),
+    # named mistakes
     (_no_transpose, "忘了转置"),
-    (_no_bias, "忘了加偏置"),
-    (_bias_always, "bias=False"),
-    (_calls_linear, "直接调用了 linear(x)"),
-    (_mutates, "修改了输入 x"),
+    (_no_transpose_float64, "忘了转置"),
+    (lambda x, linear: x @ linear.weight.T, "忘了加偏置"),
+    (lambda x, linear: x @ linear.weight.T + linear.bias, "bias=False"),
     (lambda x, linear: project_ref(x, linear) * 1.01, "数值不对"),
+    (lambda x, linear: project_ref(x, linear).double() * 1.01, "数值不对"),
+    (lambda x, linear: x @ linear.weight.T[:, :1], "形状应该是"),
+    (lambda x, linear: project_ref(x, linear).long(), "浮点张量"),
+    # inputs changed in place
+    (_mutates_x, "原地改动了传进来的参数 x"),
+    (_mutates_weight, "原地改动了传进来的参数 linear.weight"),
+    # no gradient: a projection that cannot train
+    (_no_grad, "不能求梯度"),
+    (_data, "不能求梯度"),
+    (_detached_input, "梯度传不到 x"),
+    # garbage
+    (lambda x, linear: None, "忘了写 return"),
+    (lambda x, linear: torch.full_like(x, float("nan")), "NaN"),
+    (lambda x, linear: "text", "torch.Tensor"),
+    (lambda x, linear: (project_ref(x, linear), None), "tuple"),
+    (lambda x, linear: 1.5, "torch.Tensor"),
+    (raise_value_error, "ValueError"),
+    ("a string", "应该是一个函数"),
 ])
-def test_project_matmul_mistakes(wrong, message, capsys):
-    assert check_project_matmul(wrong) is False
-    out = capsys.readouterr().out
-    assert "❌" in out and message in out
-
-
-def test_project_matmul_accepts_functional_linear(capsys):
-    assert check_project_matmul(_uses_functional) is True
+def test_3_3_wrong_answers_are_named(wrong, needle, capsys):
+    fails_with(capsys, check_project_matmul, wrong, needle)
 
 
 def test_reference_project_matches_mha_project():
-    import mha
-
     layer = mha.MultiHeadAttention(16, 4).requires_grad_(False)
     x = torch.randn(2, 3, 16)
     assert torch.allclose(project_ref(x, layer.W_q), mha.project(x, layer.W_q), atol=1e-6)

@@ -11,7 +11,7 @@ import math
 import torch
 
 from ..positional import sinusoidal_positional_encoding
-from ._core import Mistake, NotDone, call, checker, expect_tensor, is_stub
+from ._core import MHA, Mistake, NotDone, call, checker, expect_gradients, expect_tensor, part
 
 __all__ = ["check_positional_encoding", "check_build_x", "check_block_inputs"]
 
@@ -22,7 +22,7 @@ PE_CASES = [(4, 6), (10, 8), (7, 16), (5, 4), (3, 10)]
 
 def _pe_variant(L: int, d_model: int, *, base=10000.0, swap=False, exponent="2i", halves=False,
                 multiply=False, start=0) -> torch.Tensor:
-    """The reference and its typical wrong cousins, so a wrong answer can be named."""
+    """Typical wrong cousins of the sinusoidal table (the defaults give the table itself), so a wrong answer can be named."""
     pos = torch.arange(start, start + L, dtype=torch.float64)[:, None]  # (L, 1)
     j = torch.arange(d_model, dtype=torch.float64)  # dimension index 0..d_model-1
     two_i = {"2i": 2 * (j // 2), "j": j, "i": j // 2}[exponent]
@@ -45,9 +45,14 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-4) -> bool:
 
 @checker("ch02", "2.1", "实现正弦位置编码")
 def check_positional_encoding(fn):
-    """``fn(L, d_model) -> (L, d_model)`` tensor: PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(...)."""
+    """``fn(L, d_model) -> (L, d_model)`` tensor: PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(...).
+
+    Calling the course's own ``mha.positional`` (or anything else of the package) is named as a shortcut.
+    """
     for L, d_model in PE_CASES:
-        out = expect_tensor(call(fn, L, d_model, what="positional_encoding"), f"positional_encoding({L}, {d_model})")
+        out = expect_tensor(call(fn, L, d_model, what="positional_encoding", forbid=(MHA,),
+                                 shortcut_hint="请用 torch.arange、乘方和 torch.sin / torch.cos 自己算出这张表"),
+                            f"positional_encoding({L}, {d_model})")
         if not out.is_floating_point():
             raise Mistake(f"positional_encoding({L}, {d_model}) 的 dtype 是 {out.dtype}；sin/cos 的值是小数，要用浮点张量")
         shape = tuple(out.shape)
@@ -59,7 +64,8 @@ def check_positional_encoding(fn):
         if shape != (L, d_model):
             raise Mistake(f"positional_encoding({L}, {d_model}) 的形状应该是 {(L, d_model)}，实际是 {shape}")
         got = out.detach().double()
-        if _close(got, _pe_variant(L, d_model)):
+        truth = sinusoidal_positional_encoding(L, d_model, dtype=torch.float64)  # the course's own table
+        if _close(got, truth):
             continue
         named = [
             (dict(swap=True), "sin 和 cos 放反了：偶数维（0, 2, 4, ...）用 sin，奇数维（1, 3, 5, ...）用 cos"),
@@ -76,7 +82,7 @@ def check_positional_encoding(fn):
         first = torch.tensor([0.0, 1.0] * (d_model // 2), dtype=torch.float64)
         hint = ("第 0 行（pos = 0）应该是 [0, 1, 0, 1, ...]" if not _close(got[0], first)
                 else "第 0 行对了；检查频率 1 / 10000^(2i/d_model)")
-        diff = (got - _pe_variant(L, d_model)).abs().max().item()
+        diff = (got - truth).abs().max().item()
         raise Mistake(f"positional_encoding({L}, {d_model}) 的形状对了，但数值不对（最大误差 {diff:.3g}）。提示：{hint}")
 
 
@@ -94,11 +100,10 @@ def check_build_x(fn):
         embedding = torch.nn.Embedding(vocab, d_model)
         token_ids = torch.randint(0, vocab, (B, L))
         token_ids[0, 0] = vocab - 1  # a large id, so "PE indexed by token id" cannot hide
-        ids_copy, weight_copy = token_ids.clone(), embedding.weight.detach().clone()
         what = f"build_x(token_ids {tuple(token_ids.shape)}, Embedding({vocab}, {d_model}))"
-        out = expect_tensor(call(fn, token_ids, embedding, what="build_x"), what)
-        if not torch.equal(token_ids, ids_copy) or not torch.equal(embedding.weight.detach(), weight_copy):
-            raise Mistake(f"{what}：你的函数修改了 token_ids 或 Embedding 的权重；只读它们，不要原地修改")
+        out = expect_tensor(call(fn, token_ids, embedding, what="build_x"), what)  # changing an input is named
+        if not out.is_floating_point():
+            raise Mistake(f"{what} 的 dtype 是 {out.dtype}；词嵌入加位置编码是小数，应该是浮点张量")
         with torch.no_grad():
             emb = embedding(token_ids)  # (B, L, d_model)
             want = _build_x_reference(token_ids, embedding)
@@ -113,6 +118,7 @@ def check_build_x(fn):
             raise Mistake(f"{what} 的形状应该是 {(B, L, d_model)}，实际是 {shape}")
         got = out.detach().to(torch.float32)
         if torch.allclose(got, want, atol=1e-5):
+            expect_gradients(out, {"embedding.weight": embedding.weight}, what)  # the embedding must stay trainable
             continue
         if torch.allclose(got, emb, atol=1e-5):
             raise Mistake(f"{what}：只有词嵌入，忘了加位置编码；没有位置编码，注意力分不清词的先后顺序")
@@ -138,24 +144,24 @@ BLOCKS = ("encoder_self", "decoder_masked_self", "decoder_cross")
 
 def _block_case(B: int, S: int, L: int, d_model: int, src_lengths, tgt_lengths):
     """Random, pairwise different tensors for one check, and the masks the student may pick from."""
-    enc_x = torch.randn(B, S, d_model)
-    dec_x = torch.randn(B, L, d_model)
-    enc_out = torch.randn(B, S, d_model)
+    tensors = {"enc_x": torch.randn(B, S, d_model), "dec_x": torch.randn(B, L, d_model),
+               "dec_h": torch.randn(B, L, d_model), "enc_out": torch.randn(B, S, d_model)}
     src_padding = (torch.arange(S)[None, :] < torch.tensor(src_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, S)
     tgt_padding = (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, L)
     causal = torch.ones(L, L, dtype=torch.bool).tril()  # (L, L)
     masks = {"src_padding": src_padding, "tgt_padding": tgt_padding, "causal": causal}
-    return enc_x, dec_x, enc_out, masks
+    return tensors, masks
 
 
-def _same(a, b) -> bool:
-    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
-
-
-def _which(t, tensors: dict) -> str | None:
-    for name, ref in tensors.items():
-        if _same(t, ref):
-            return name
+def _which(t: torch.Tensor, tensors: dict, block: str, name: str) -> str | None:
+    """Which of the given tensors ``t`` is (same shape, dtype and values), or None."""
+    for source, ref in tensors.items():
+        if t.shape == ref.shape and t.dtype == ref.dtype and torch.equal(t, ref):
+            return source
+    for source, ref in tensors.items():
+        if t.shape == ref.shape and t.is_floating_point() and torch.equal(t.detach().double(), ref.double()):
+            raise Mistake(f"{block}：{name} 的数值就是 {source}，但 dtype 变成了 {t.dtype}（原来是 {ref.dtype}）；"
+                          f"直接返回 {source} 本身即可，层的权重是 {ref.dtype}")
     return None
 
 
@@ -179,108 +185,127 @@ def _as_full_mask(mask, B, Lq, Sk, block) -> torch.Tensor | None:
                       f"这个块的 query 有 {Lq} 个、key 有 {Sk} 个") from None
 
 
-def _reference_block(block, enc_x, dec_x, enc_out, masks):
+def _reference_block(block, enc_x, dec_x, dec_h, enc_out, masks):
     if block == "encoder_self":
         return enc_x, enc_x, enc_x, masks["src_padding"]
     if block == "decoder_masked_self":
         return dec_x, dec_x, dec_x, masks["tgt_padding"] & masks["causal"]
-    return dec_x, enc_out, enc_out, masks["src_padding"]
+    return dec_h, enc_out, enc_out, masks["src_padding"]
+
+
+def _source_mistake(block: str, src: dict) -> str:
+    """Why these (query, key, value) sources are wrong for ``block``."""
+    q, k, v = src["query"], src["key"], src["value"]
+    decoder_side = {"dec_x", "dec_h"}
+    if block == "encoder_self" and set(src.values()) <= decoder_side:
+        return ("这是编码器的自注意力：Q、K、V 都来自编码器的输入 Inputs（Embedding + 位置编码）enc_x；"
+                "讲义在这里把它写成了“解码器”，那是笔误")
+    if block == "decoder_cross":
+        if q == "dec_x" and k == v == "enc_out":
+            return ("K、V 对了，但 Query 要用解码器上一个块（带掩码的自注意力）的输出 dec_h，而不是解码器的输入 dec_x："
+                    "交叉注意力接在块 2 后面，拿块 2 已经“看过前文”的表示去查编码器")
+        if q == "enc_out" and k in decoder_side:
+            return "Q 和 K/V 的来源放反了：交叉注意力里，解码器提问（Q = dec_h），编码器的输出提供 K 和 V"
+        if set(src.values()) <= decoder_side:
+            return "这样就成了解码器的自注意力；交叉注意力的 K 和 V 来自编码器的输出 enc_out"
+        if k == "enc_x":
+            return "K 和 V 应来自编码器的输出 enc_out（已经看过整句的表示），而不是编码器的输入 enc_x"
+    if block == "decoder_masked_self":
+        if "enc_out" in src.values() or "enc_x" in src.values():
+            return ("解码器的第一个块是自注意力：Q、K、V 全都来自解码器这边的 dec_x；"
+                    "用到编码器输出的是第二个块（交叉注意力）")
+        if "dec_h" in src.values():
+            return "dec_h 正是这个块（解码器的掩码自注意力）的输出，算它之前还没有 dec_h；这个块的 Q、K、V 都是 dec_x"
+    if k != v:
+        return "K 和 V 应该来自同一个张量：每个 key 对应一个 value，两者成对出现"
+    return "输入选错了"
+
+
+def _mask_mistake(block: str, got_m, want_m, masks, B, Lq, Sk) -> str | None:
+    """Why the student's (broadcast) mask is wrong for ``block``, or None when it is right."""
+    if got_m is not None and torch.equal(got_m, want_m):
+        return None
+    if got_m is not None and torch.equal(got_m, ~want_m):
+        return f"{block}：掩码的真假反了：本课约定 True（1）= 可以看，False（0）= 被屏蔽"
+    if block == "encoder_self":
+        if got_m is None:
+            return "encoder_self：忘了 padding 掩码，PAD 会被当成真正的词参与注意力"
+        if torch.equal(got_m, want_m & torch.ones(Sk, Sk, dtype=torch.bool).tril()):
+            return "encoder_self：编码器不需要因果掩码，整句话一开始就都在，每个词都可以看所有（非 PAD 的）词"
+        return "encoder_self：掩码不对，编码器自注意力只屏蔽源序列里的 PAD（用 src_padding）"
+    if block == "decoder_masked_self":
+        pad = _as_full_mask(masks["tgt_padding"], B, Lq, Sk, block)
+        causal = _as_full_mask(masks["causal"], B, Lq, Sk, block)
+        if got_m is None:
+            return "decoder_masked_self：没有掩码；这个块既要因果掩码（不能偷看后面的词），也要 padding 掩码"
+        if torch.equal(got_m, causal):
+            return "decoder_masked_self：只有因果掩码，漏了 padding 掩码（tgt_padding）；要用 & 把两个掩码合起来"
+        if torch.equal(got_m, pad):
+            return "decoder_masked_self：只有 padding 掩码，漏了因果掩码：生成第 t 个词时不能偷看后面的词"
+        if torch.equal(got_m, pad | causal):
+            return "decoder_masked_self：用 | （或）合并了两个掩码；两个都允许才能看，应该用 &（与）"
+        return "decoder_masked_self：掩码不对，应该是 tgt_padding & causal"
+    if got_m is None:
+        return "decoder_cross：忘了掩码；编码器那边的 PAD 不应被解码器看到（用 src_padding）"
+    return ("decoder_cross：掩码不对；交叉注意力的 key 是编码器的位置，只需要源序列的 padding 掩码 "
+            "src_padding，不需要因果掩码")
 
 
 @checker("ch02", "2.3", "为三个多头注意力块选输入和掩码")
 def check_block_inputs(fn):
-    """``fn(block, enc_x, dec_x, enc_out, masks) -> (query, key, value, mask)`` for the three blocks.
+    """``fn(block, enc_x, dec_x, dec_h, enc_out, masks) -> (query, key, value, mask)`` for the three blocks.
 
-    ``enc_x``: encoder input after Embedding + PE, (B, S, d_model); ``dec_x``: decoder-side input, (B, L, d_model);
-    ``enc_out``: encoder output, (B, S, d_model); ``masks``: dict with ``src_padding`` (B, 1, 1, S),
-    ``tgt_padding`` (B, 1, 1, L) and ``causal`` (L, L), all True = may attend.
+    ``enc_x``: encoder input after Embedding + PE, (B, S, d_model); ``dec_x``: decoder input after
+    Embedding + PE, (B, L, d_model); ``dec_h``: output of the decoder's masked self-attention block,
+    (B, L, d_model), the query of cross-attention; ``enc_out``: encoder output, (B, S, d_model);
+    ``masks``: dict with ``src_padding`` (B, 1, 1, S), ``tgt_padding`` (B, 1, 1, L) and ``causal`` (L, L),
+    all True = may attend. None of the inputs may be changed in place (the guard of :func:`call`).
     """
     from ..layer import MultiHeadAttention
 
     cases = [(2, 5, 3, 8, [5, 3], [3, 2]), (1, 4, 6, 6, [3], [4]), (3, 6, 4, 4, [6, 2, 4], [4, 1, 3])]
     for B, S, L, d_model, src_lengths, tgt_lengths in cases:
-        enc_x, dec_x, enc_out, masks = _block_case(B, S, L, d_model, src_lengths, tgt_lengths)
-        tensors = {"enc_x": enc_x, "dec_x": dec_x, "enc_out": enc_out}
+        tensors, masks = _block_case(B, S, L, d_model, src_lengths, tgt_lengths)
         for block in BLOCKS:
-            masks_copy = {k: v.clone() for k, v in masks.items()}
-            out = call(fn, block, enc_x, dec_x, enc_out, masks_copy, what=f'your_function("{block}", ...)')
-            if is_stub(out):
-                raise NotDone()
+            call_what = f'block_inputs("{block}", ...)'
+            out = call(fn, block, tensors["enc_x"], tensors["dec_x"], tensors["dec_h"], tensors["enc_out"], masks,
+                       what=call_what)
             if not isinstance(out, (tuple, list)) or len(out) != 4:
-                raise Mistake(f'your_function("{block}", ...) 应该返回 4 项 (query, key, value, mask)，'
+                raise Mistake(f"{call_what} 应该返回 4 项 (query, key, value, mask)，"
                               f"却返回了 {type(out).__name__}" + (f"（{len(out)} 项）" if isinstance(out, (tuple, list)) else ""))
             q, k, v, mask = out
+            src = {}
             for name, t in (("query", q), ("key", k), ("value", v)):
-                if is_stub(t):
-                    raise NotDone()
+                t = part(t, f"{block}：{name}")
                 if not isinstance(t, torch.Tensor):
                     raise Mistake(f"{block}：{name} 应该是张量，却是 {type(t).__name__}")
-            src = {name: _which(t, tensors) for name, t in (("query", q), ("key", k), ("value", v))}
-            for name, got in src.items():
-                if got is None:
-                    raise Mistake(f"{block}：{name} 不是 enc_x、dec_x、enc_out 中的任何一个；"
+                src[name] = _which(t, tensors, block, name)
+                if src[name] is None:
+                    raise Mistake(f"{block}：{name} 不是 enc_x、dec_x、dec_h、enc_out 中的任何一个；"
                                   "三个块的 Q、K、V 都是直接选用现成的张量，不用再做计算（投影在层内部做）")
-            if not all(torch.equal(masks_copy[n], masks[n]) for n in masks):
-                raise Mistake(f"{block}：你的函数原地修改了 masks 里的掩码（例如用了 &=）；请生成新的张量")
-            rq, rk, rv, rmask = _reference_block(block, enc_x, dec_x, enc_out, masks)
-            want = {"query": _which(rq, tensors), "key": _which(rk, tensors), "value": _which(rv, tensors)}
+            if mask is Ellipsis:
+                raise NotDone()
+            rq, rk, rv, rmask = _reference_block(block, **tensors, masks=masks)
+            want = {name: _which(t, tensors, block, name) for name, t in (("query", rq), ("key", rk), ("value", rv))}
             if src != want:
                 got_s = f"Q={src['query']}, K={src['key']}, V={src['value']}"
                 want_s = f"Q={want['query']}, K={want['key']}, V={want['value']}"
-                if block == "encoder_self" and set(src.values()) == {"dec_x"}:
-                    msg = ("这是编码器的自注意力：Q、K、V 都来自编码器的输入 Inputs（Embedding + 位置编码）；"
-                           "讲义在这里把它写成了“解码器”，那是笔误")
-                elif block == "decoder_cross" and src["query"] == "enc_out" and src["key"] == "dec_x":
-                    msg = "Q 和 K/V 的来源放反了：交叉注意力里，解码器提问（Q），编码器的输出提供 K 和 V"
-                elif block == "decoder_cross" and set(src.values()) == {"dec_x"}:
-                    msg = "这样就成了解码器的自注意力；交叉注意力的 K 和 V 来自编码器的输出 enc_out"
-                elif block == "decoder_cross" and src["key"] == "enc_x":
-                    msg = "K 和 V 应来自编码器的输出 enc_out（已经看过整句的表示），而不是编码器的输入 enc_x"
-                elif block == "decoder_masked_self" and "enc_out" in src.values():
-                    msg = "解码器的第一个块是自注意力：Q、K、V 全都来自解码器这边的 dec_x；用到编码器输出的是第二个块（交叉注意力）"
-                elif src["key"] != src["value"]:
-                    msg = "K 和 V 应该来自同一个张量：每个 key 对应一个 value，两者成对出现"
-                else:
-                    msg = "输入选错了"
-                raise Mistake(f"{block}：你选的是 {got_s}，应该是 {want_s}。{msg}")
+                raise Mistake(f"{block}：你选的是 {got_s}，应该是 {want_s}。{_source_mistake(block, src)}")
             Lq, Sk = q.shape[1], k.shape[1]
             if block == "decoder_cross" and isinstance(mask, torch.Tensor) and mask.dim() >= 1 and mask.shape[-1] == L != S:
                 raise Mistake(f"decoder_cross：用了解码器这边的掩码（最后一维长 L = {L}）；交叉注意力的 key 是编码器的 "
                               f"S = {S} 个位置，要用 src_padding")
             got_m = _as_full_mask(mask, B, Lq, Sk, block)
             want_m = _as_full_mask(rmask, B, Lq, Sk, block)
-            if got_m is not None and torch.equal(got_m, want_m):
-                pass
-            elif got_m is not None and torch.equal(got_m, ~want_m):
-                raise Mistake(f"{block}：掩码的真假反了：本课约定 True（1）= 可以看，False（0）= 被屏蔽")
-            elif block == "encoder_self":
-                if got_m is None:
-                    raise Mistake("encoder_self：忘了 padding 掩码，PAD 会被当成真正的词参与注意力")
-                if torch.equal(got_m, want_m & masks["causal"].new_ones(S, S).tril()):
-                    raise Mistake("encoder_self：编码器不需要因果掩码，整句话一开始就都在，每个词都可以看所有（非 PAD 的）词")
-                raise Mistake("encoder_self：掩码不对，编码器自注意力只屏蔽源序列里的 PAD（用 src_padding）")
-            elif block == "decoder_masked_self":
-                pad = _as_full_mask(masks["tgt_padding"], B, Lq, Sk, block)
-                causal = _as_full_mask(masks["causal"], B, Lq, Sk, block)
-                if got_m is None:
-                    raise Mistake("decoder_masked_self：没有掩码；这个块既要因果掩码（不能偷看后面的词），也要 padding 掩码")
-                if torch.equal(got_m, causal):
-                    raise Mistake("decoder_masked_self：只有因果掩码，漏了 padding 掩码（tgt_padding）；要用 & 把两个掩码合起来")
-                if torch.equal(got_m, pad):
-                    raise Mistake("decoder_masked_self：只有 padding 掩码，漏了因果掩码：生成第 t 个词时不能偷看后面的词")
-                if torch.equal(got_m, pad | causal):
-                    raise Mistake("decoder_masked_self：用 | （或）合并了两个掩码；两个都允许才能看，应该用 &（与）")
-                raise Mistake("decoder_masked_self：掩码不对，应该是 tgt_padding & causal")
-            else:
-                if got_m is None:
-                    raise Mistake("decoder_cross：忘了掩码；编码器那边的 PAD 不应被解码器看到（用 src_padding）")
-                raise Mistake("decoder_cross：掩码不对；交叉注意力的 key 是编码器的位置，只需要源序列的 padding 掩码 "
-                              "src_padding，不需要因果掩码")
+            message = _mask_mistake(block, got_m, want_m, masks, B, Lq, Sk)
+            if message is not None:
+                raise Mistake(message)
             layer = MultiHeadAttention(d_model, 2).eval()
             try:
                 with torch.no_grad():
                     y = layer(q, k, v, mask)
-            except (TypeError, ValueError) as e:
-                raise Mistake(f"{block}：把你的 (query, key, value, mask) 交给 MultiHeadAttention 时出错：{e}") from None
+            except Exception as e:  # e.g. a float mask holding values other than 0/1
+                raise Mistake(f"{block}：把你的 (query, key, value, mask) 交给 MultiHeadAttention 时出错："
+                              f"{type(e).__name__}: {e}") from None
             if tuple(y.shape) != (B, Lq, d_model):
                 raise Mistake(f"{block}：输出形状应该是 {(B, Lq, d_model)}，实际是 {tuple(y.shape)}")
