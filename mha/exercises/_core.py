@@ -381,7 +381,7 @@ def checker(chapter: str, exercise_id: str, title: str):
                 line = f"{FAIL}：{exercise_id} {title} —— 检查时出错（{type(e).__name__}: {e}）"
             if record:
                 chapter_entries[exercise_id][1] = status
-            print(line)
+            print(" ".join(line.splitlines()))  # one line, even when a message quotes a multi-line repr
             return status == "pass"
 
         check.exercise_id = exercise_id
