@@ -29,7 +29,7 @@ from torch import nn
 from .checks import require_attention_inputs, require_float_tensor, require_head_config, require_rank
 from .kv_cache import KVCache
 from .masks import normalize_mask
-from .steps import attend, merge_heads, project, split_heads
+from .steps import attend, merge_heads, project, require_is_causal, split_heads
 
 __all__ = ["GroupedQueryAttention", "repeat_kv_heads"]
 
@@ -89,9 +89,17 @@ class GroupedQueryAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, query, key, value, mask=None, need_weights: bool = False, cache: KVCache | None = None):
-        """Same call as :meth:`mha.MultiHeadAttention.forward` (the cache stores h_kv heads)."""
+    def forward(self, query, key, value, mask=None, need_weights: bool = False, cache: KVCache | None = None,
+                *, is_causal: bool = False):
+        """Same call as :meth:`mha.MultiHeadAttention.forward` (the cache stores h_kv heads).
+
+        ``is_causal=True`` applies the bottom-right aligned causal mask
+        ``causal_mask(L, S)`` AND-ed with ``mask``; on the fused path with no
+        ``mask`` and ``L == S`` no mask tensor is built (see
+        :func:`mha.steps.fused_attention`).
+        """
         self._check_inputs(query, key, value)
+        require_is_causal(is_causal)
         # Step 2: Linear projections; K and V are narrower
         q = project(query, self.W_q)  # (B, L, d_model)
         k = project(key, self.W_k)  # (B, S, h_kv * d_k)
@@ -112,7 +120,8 @@ class GroupedQueryAttention(nn.Module):
             B, h, L, _ = q.shape
             mask = normalize_mask(mask, B, h, L, k.shape[2], device=q.device)
         # Step 4: scaled dot-product attention, all h query heads in parallel
-        heads, weights = attend(q, k, v, mask, self.dropout, need_weights, self.fused)  # (B, h, L, d_k)
+        heads, weights = attend(q, k, v, mask, self.dropout, need_weights, self.fused,
+                                is_causal=is_causal)  # (B, h, L, d_k)
         # Step 5: Concat
         concat = merge_heads(heads)  # (B, L, d_model)
         # Step 6: final Linear W^O

@@ -14,7 +14,7 @@ from torch import nn
 from .checks import require_attention_inputs, require_head_config
 from .kv_cache import KVCache
 from .masks import normalize_mask
-from .steps import attend, merge_heads, project, split_heads
+from .steps import attend, merge_heads, project, require_is_causal, split_heads
 
 __all__ = ["MultiHeadAttention"]
 
@@ -41,7 +41,8 @@ class MultiHeadAttention(nn.Module):
         mask: bool (or 0/1), True = may attend; (L, S), (B, L, S), (B, 1, 1, S),
         (B, 1, L, S) or (B, h, L, S). This is the *opposite* of the boolean
         masks of ``nn.MultiheadAttention`` (True = ignore there); see
-        :mod:`mha.masks` for converters.
+        :mod:`mha.masks` for converters. For a causal mask prefer
+        ``is_causal=True`` (no (L, S) tensor on the fused path).
         output: (B, L, d_model); weights (if requested): (B, h, L, S).
         cache (optional): an :class:`mha.KVCache` of earlier tokens' keys and
         values (B, h, S_cached, d_k); the layer then also returns the updated
@@ -80,6 +81,8 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         cache: KVCache | None = None,
+        *,
+        is_causal: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """Run the six steps.
 
@@ -94,6 +97,18 @@ class MultiHeadAttention(nn.Module):
             cache: optional :class:`mha.KVCache` (incremental decoding). The
                 new keys/values are appended after the cached ones and the
                 queries attend to all of them.
+            is_causal: apply the causal (look-ahead) mask without passing one:
+                query i may attend key j iff ``j <= i + (S - L)``, i.e.
+                ``causal_mask(L, S)``, aligned to the bottom right so that with
+                a cache the L new queries are the last L of the S positions.
+                On the fused path with no ``mask`` and ``L == S`` no (L, S)
+                mask is built at all (``F.scaled_dot_product_attention(...,
+                is_causal=True)``); with ``L != S`` the bottom-right mask is
+                built, because torch's own ``is_causal`` aligns to the top
+                left. The explicit path (``need_weights=True`` or
+                ``fused=False``) builds the mask and applies it. Combined with
+                ``mask`` (e.g. a padding mask) the two are AND-ed: a key must
+                be allowed by both. Requires ``L <= S``.
 
         Returns:
             output (B, L, d_model); with ``need_weights=True`` the tuple
@@ -102,6 +117,7 @@ class MultiHeadAttention(nn.Module):
             ``(output, weights, cache)``.
         """
         self._check_inputs(query, key, value)
+        require_is_causal(is_causal)
         # Step 2: Linear projections (shape unchanged)
         q = project(query, self.W_q)  # (B, L, d_model)
         k = project(key, self.W_k)  # (B, S, d_model)
@@ -115,7 +131,7 @@ class MultiHeadAttention(nn.Module):
             k, v = cache.keys, cache.values  # (B, h, S_cached + S, d_k)
         mask = self._normalize_mask(mask, q, k)
         # Step 4: scaled dot-product attention, all heads in parallel
-        heads, weights = self._attend(q, k, v, mask, need_weights)  # (B, h, L, d_k)
+        heads, weights = self._attend(q, k, v, mask, need_weights, is_causal)  # (B, h, L, d_k)
         # Step 5: Concat
         concat = merge_heads(heads)  # (B, L, d_model)
         # Step 6: final Linear W^O
@@ -137,9 +153,9 @@ class MultiHeadAttention(nn.Module):
             raise TypeError(f"cache must be an mha.KVCache (use KVCache() to start), got {type(cache).__name__}")
         return cache.append(k, v)
 
-    def _attend(self, q, k, v, mask, need_weights):
+    def _attend(self, q, k, v, mask, need_weights, is_causal=False):
         """Step 4 on split heads; returns ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``."""
-        return attend(q, k, v, mask, self.dropout, need_weights, self.fused)
+        return attend(q, k, v, mask, self.dropout, need_weights, self.fused, is_causal=is_causal)
 
     def _check_inputs(self, query, key, value) -> None:
         require_attention_inputs(query, key, value, self.d_model, self.W_q.weight)

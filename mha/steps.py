@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import require_float_tensor, require_rank
+from .masks import causal_mask
 
 __all__ = [
     "project",
@@ -30,6 +31,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "fused_attention",
     "attend",
+    "apply_causal",
     "merge_heads",
 ]
 
@@ -129,12 +131,46 @@ def scaled_dot_product_attention(
     return weights @ v, weights  # (B, h, L, d_k), (B, h, L, S)
 
 
+def require_is_causal(is_causal) -> bool:
+    """Raise ``TypeError`` unless ``is_causal`` is a Python bool (a mask belongs in ``mask``)."""
+    if not isinstance(is_causal, bool):
+        raise TypeError(
+            f"is_causal must be True or False, got {type(is_causal).__name__}; pass a mask tensor as mask=..."
+        )
+    return is_causal
+
+
+def apply_causal(mask: torch.Tensor | None, L: int, S: int, device=None) -> torch.Tensor:
+    """The mask for ``is_causal=True``: ``mask AND causal_mask(L, S)``.
+
+    The causal part is :func:`mha.causal_mask` aligned to the bottom right:
+    the L queries are the *last* L of the S positions (``S > L`` when a KV
+    cache holds ``S - L`` earlier tokens), so query i may attend key j iff
+    ``j <= i + (S - L)``.
+
+    Args:
+        mask: None, or bool broadcastable to (B, h, L, S), True = may attend
+            (e.g. a padding mask); it is combined with the causal mask by AND.
+        L: query length; S: key length (``L <= S``).
+
+    Returns:
+        (L, S) bool when ``mask`` is None, else the broadcast AND of both.
+    """
+    if L > S:
+        raise ValueError(
+            f"is_causal=True needs L <= S (the queries are the last L of the S key positions), got L={L}, S={S}"
+        )
+    causal = causal_mask(L, S, device=device)  # (L, S)
+    return causal if mask is None else mask & causal  # broadcasts to (B, h, L, S)
+
+
 def fused_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     dropout_p: float = 0.0,
+    is_causal: bool = False,
 ) -> torch.Tensor:
     """Step 4, fused path: the same result via ``F.scaled_dot_product_attention``.
 
@@ -142,8 +178,28 @@ def fused_attention(
     never stores) the (L, S) weight matrix. A query with no key to attend gets
     a zero output, exactly like :func:`scaled_dot_product_attention`.
 
+    Args:
+        q, k, v, mask: as in :func:`scaled_dot_product_attention`.
+        dropout_p: dropout probability on the weights (0 in eval mode).
+        is_causal: apply a causal (look-ahead) mask without being given one.
+            With no ``mask`` and ``L == S`` the kernel gets
+            ``is_causal=True`` and **no mask tensor is built**: it skips the
+            keys above the diagonal itself, so memory stays O(L), not O(L*S).
+            With ``L != S`` (KV-cache decoding: the queries are the last L of
+            S positions) torch's ``is_causal`` would align the triangle to the
+            top left, which is wrong here, so the bottom-right
+            ``causal_mask(L, S)`` is built and passed instead; with ``L == 1``
+            every key is visible and no mask is needed at all. With an explicit
+            ``mask`` the two are combined by AND (:func:`apply_causal`).
+
     Shapes as in :func:`scaled_dot_product_attention`; returns (B, h, L, d_k).
     """
+    if require_is_causal(is_causal):
+        L, S = q.shape[-2], k.shape[-2]
+        if mask is None and L == S:
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, h, L, d_k)
+        if mask is not None or L > 1:  # L == 1 without a mask: the one query sees every key
+            mask = apply_causal(mask, L, S, device=q.device)  # (L, S) or (B, h, L, S)
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)  # (B, h, L, d_k)
     has_key = mask.any(dim=-1, keepdim=True)  # (.., L, 1): does the query see any key?
@@ -152,13 +208,27 @@ def fused_attention(
     return out.masked_fill(~has_key, 0.0)
 
 
-def attend(q, k, v, mask, dropout: nn.Dropout, need_weights: bool, fused: bool):
+def attend(q, k, v, mask, dropout: nn.Dropout, need_weights: bool, fused: bool, is_causal: bool = False):
     """Step 4 for a layer: the fused kernel when weights are not needed (and ``fused``), else the explicit path.
 
-    Returns ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``. ``dropout``
-    is the layer's ``nn.Dropout``; it is active only in training mode.
+    Args:
+        q: (B, h, L, d_k); k, v: (B, h, S, d_k).
+        mask: None or bool broadcastable to (B, h, L, S), True = may attend.
+        dropout: the layer's ``nn.Dropout``; active only in training mode.
+        need_weights: return the weights (forces the explicit path).
+        fused: allow the fused kernel.
+        is_causal: add the causal (look-ahead) mask, bottom-right aligned
+            when ``L < S``, AND-ed with ``mask``. The fused path builds no
+            mask for it when ``mask`` is None and ``L == S`` (see
+            :func:`fused_attention`); the explicit path builds
+            ``causal_mask(L, S)`` and applies it.
+
+    Returns:
+        ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``.
     """
     if fused and not need_weights:
         p = dropout.p if dropout.training else 0.0
-        return fused_attention(q, k, v, mask, dropout_p=p), None
+        return fused_attention(q, k, v, mask, dropout_p=p, is_causal=is_causal), None
+    if require_is_causal(is_causal):
+        mask = apply_causal(mask, q.shape[-2], k.shape[-2], device=q.device)  # (L, S) or (B, h, L, S)
     return scaled_dot_product_attention(q, k, v, mask, dropout=dropout)
