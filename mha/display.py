@@ -29,7 +29,7 @@ def fmt(x, decimals: int = 4) -> str:
 
     Returns:
         The text, laid out like numpy's ``repr`` of the array (rows on their
-        own lines), e.g. ``fmt(torch.tensor([1.0, 0.5]), 2)`` -> ``'[1.00 0.50]'``.
+        own lines), e.g. ``fmt(torch.tensor([1.0, 0.5]), 2)`` -> ``'[1.00, 0.50]'``.
     """
     if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
         raise ValueError(f"decimals must be a non-negative int, got {decimals!r}")
