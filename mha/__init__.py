@@ -6,17 +6,11 @@ The course package of 多头注意力，一步一步. The full layer is
 """
 from .display import fmt
 from .interop import from_torch, to_torch
+from .kv_cache import KVCache
 from .layer import MultiHeadAttention
 from .masks import causal_mask, padding_mask, padding_mask_from_lengths
-from .steps import (
-    attention_scores,
-    fused_attention,
-    masked_softmax,
-    merge_heads,
-    project,
-    scaled_dot_product_attention,
-    split_heads,
-)
+from . import steps
+from .steps import *  # noqa: F401,F403  (the six steps, one function each: see mha.steps.__all__)
 
 __version__ = "0.1.0"
 
@@ -24,21 +18,13 @@ __all__ = [
     "MultiHeadAttention",
     "from_torch",
     "to_torch",
-    "project",
-    "split_heads",
-    "attention_scores",
-    "masked_softmax",
-    "scaled_dot_product_attention",
-    "fused_attention",
-    "merge_heads",
     "padding_mask",
     "padding_mask_from_lengths",
     "causal_mask",
     "fmt",
-]
+] + steps.__all__
 
 # Beyond the lecture (chapter 12): KV cache and grouped-query attention
-from .gqa import GroupedQueryAttention, repeat_kv_heads  # noqa: E402
-from .kv_cache import KVCache  # noqa: E402
+from .gqa import GroupedQueryAttention  # noqa: E402
 
-__all__ += ["KVCache", "GroupedQueryAttention", "repeat_kv_heads"]
+__all__ += ["KVCache", "GroupedQueryAttention"]

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from .interop import to_torch
 from .layer import MultiHeadAttention
 
 __all__ = ["CASES", "BASELINE", "FULL_LENGTHS", "QUICK_LENGTHS", "Row", "make_cases", "measure_time",
@@ -73,7 +74,7 @@ def make_cases(d_model: int, n_heads: int, device, dtype) -> dict:
     """The four layers with identical weights, each wrapped as ``fn(x) -> output``."""
     torch.manual_seed(0)
     ours = MultiHeadAttention(d_model, n_heads, dropout=0.0).to(device=device, dtype=dtype)
-    ref = ours.to_torch()  # same weights, batch_first=True
+    ref = to_torch(ours)  # same weights, batch_first=True
     ours.train()
     ref.train()
 

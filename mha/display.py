@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 import torch
 
-__all__ = ["fmt"]
+__all__ = ["fmt", "source", "Source"]
 
 
 def fmt(x, decimals: int = 4) -> str:
@@ -47,3 +47,37 @@ def fmt(x, decimals: int = 4) -> str:
         return f"{array.item():.{decimals}f}"
     return np.array2string(array, separator=", ", floatmode="fixed", precision=decimals,
                            suppress_small=True, max_line_width=120, threshold=10_000)
+
+
+class Source:
+    """The source code of a function or class of :mod:`mha`, shown in a notebook.
+
+    The chapters show the library's own code this way, read from the file when the
+    cell runs, so what students read is what runs (and nbval notices when a chapter
+    shows code that has changed since it was executed). Plain text is the code itself;
+    Jupyter, Colab and the website get it highlighted.
+    """
+
+    def __init__(self, obj):
+        import inspect
+        import textwrap
+
+        self.text = textwrap.dedent(inspect.getsource(obj))
+        self.name = getattr(obj, "__qualname__", getattr(obj, "__name__", type(obj).__name__))
+        self.file = inspect.getsourcefile(obj)
+        self.first_line = inspect.getsourcelines(obj)[1]
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+
+        return highlight(self.text, PythonLexer(), HtmlFormatter(cssclass="highlight", nowrap=False))
+
+
+def source(obj) -> Source:
+    """Show ``obj``'s source code (e.g. ``source(mha.MultiHeadAttention.forward)``)."""
+    return Source(obj)

@@ -3,20 +3,21 @@
 PyTorch stores the three input projections stacked in one matrix,
 ``in_proj_weight`` of shape (3 d_model, d_model), in the order Q, K, V, and
 the output projection as ``out_proj``. Our layer keeps them as ``W_q``,
-``W_k``, ``W_v`` and ``W_o``.
+``W_k``, ``W_v`` and ``W_o``. (This module imports the layer; the layer does
+not know about PyTorch's class.)
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+from .layer import MultiHeadAttention
+
 __all__ = ["from_torch", "to_torch"]
 
 
-def from_torch(reference: nn.MultiheadAttention):
+def from_torch(reference: nn.MultiheadAttention) -> MultiHeadAttention:
     """Build an :class:`mha.MultiHeadAttention` with ``reference``'s weights, dtype and device."""
-    from .layer import MultiHeadAttention
-
     if not isinstance(reference, nn.MultiheadAttention):
         raise TypeError(f"expected torch.nn.MultiheadAttention, got {type(reference).__name__}")
     if not reference._qkv_same_embed_dim:
@@ -43,12 +44,15 @@ def from_torch(reference: nn.MultiheadAttention):
     return layer
 
 
-def to_torch(layer) -> nn.MultiheadAttention:
+def to_torch(layer: MultiHeadAttention) -> nn.MultiheadAttention:
     """Build an ``nn.MultiheadAttention(batch_first=True)`` with ``layer``'s weights, dtype and device."""
-    from .layer import MultiHeadAttention
-
     if not isinstance(layer, MultiHeadAttention):
         raise TypeError(f"expected mha.MultiHeadAttention, got {type(layer).__name__}")
+    if layer.n_kv_heads != layer.n_heads:
+        raise ValueError(
+            f"nn.MultiheadAttention has one K/V head per query head; this layer has n_kv_heads={layer.n_kv_heads} "
+            f"for n_heads={layer.n_heads}: convert with layer.to_multi_head() first"
+        )
     bias = layer.W_q.bias is not None
     w = layer.W_q.weight
     reference = nn.MultiheadAttention(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .checks import require_float_tensor, require_rank
+from .validate import require_float_tensor, require_rank
 
 __all__ = ["KVCache"]
 

@@ -1,20 +1,36 @@
-"""The full multi-head attention layer, composed visibly from :mod:`mha.steps`.
+"""The full multi-head attention layer: the lecture's six steps, one after the other.
 
-Shape legend: B batch, L query length, S key/value length, h heads
-(``n_heads``), d_model model width, d_k = d_model / h.
+Shape legend: B batch, L query length, S key/value length, h heads (``n_heads``),
+h_kv key/value heads (``n_kv_heads``, = h unless grouped-query attention),
+d_model model width, d_k = d_model / h.
 
 ``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O``,
-``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``.
+``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``,
+``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``.
+
+What a call returns:
+
+=============================================================  =====================================
+call                                                           returns
+=============================================================  =====================================
+``layer(q, k, v, mask)``                                       output (B, L, d_model)
+``layer(q, k, v, mask, need_weights=True)``                    (output, weights (B, h, L, S))
+``layer.decode(q, k, v, cache, mask)``                         (output, cache)
+``layer.decode(q, k, v, cache, mask, need_weights=True)``      (output, weights, cache)
+=============================================================  =====================================
+
+The output always comes first, the weights are there exactly when asked for, and
+incremental decoding (``decode``, with an :class:`mha.KVCache`) adds the updated cache last.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from .checks import require_attention_inputs, require_head_config
 from .kv_cache import KVCache
 from .masks import normalize_mask
-from .steps import attend, merge_heads, project, require_is_causal, split_heads
+from .steps import apply_causal, fused_attention, merge_heads, repeat_kv_heads, scaled_dot_product_attention, split_heads
+from .validate import require_attention_inputs, require_head_config, require_is_causal
 
 __all__ = ["MultiHeadAttention"]
 
@@ -30,11 +46,15 @@ class MultiHeadAttention(nn.Module):
         fused: when weights are not requested, use the fused
             ``F.scaled_dot_product_attention`` kernel (same numbers, faster);
             set to False to always run the explicit, step-by-step path.
+        n_kv_heads: number of key/value heads h_kv (default: ``n_heads``, ordinary
+            multi-head attention). Fewer K/V heads, each shared by a group of
+            ``n_heads / n_kv_heads`` query heads, is grouped-query attention;
+            ``n_kv_heads=1`` is multi-query attention (chapter 12).
 
     Attributes:
-        W_q, W_k, W_v: the three input projections, each ``nn.Linear(d_model, d_model)``.
-        W_o: the final output projection ``nn.Linear(d_model, d_model)``.
-        d_k: width of one head, ``d_model // n_heads``.
+        W_q, W_o: ``nn.Linear(d_model, d_model)``, the query projection and the final W^O.
+        W_k, W_v: ``nn.Linear(d_model, n_kv_heads * d_k)`` (= d_model -> d_model unless GQA).
+        d_k: width of one head, ``d_model // n_heads``; group: ``n_heads // n_kv_heads``.
 
     Shapes:
         query: (B, L, d_model); key, value: (B, S, d_model).
@@ -44,9 +64,6 @@ class MultiHeadAttention(nn.Module):
         :mod:`mha.masks` for converters. For a causal mask prefer
         ``is_causal=True`` (no (L, S) tensor on the fused path).
         output: (B, L, d_model); weights (if requested): (B, h, L, S).
-        cache (optional): an :class:`mha.KVCache` of earlier tokens' keys and
-        values (B, h, S_cached, d_k); the layer then also returns the updated
-        cache (incremental decoding, see :mod:`mha.kv_cache`).
 
     A query whose keys are all masked gets zero attention weights, so its
     context vector is zero and its output is ``W_o``'s bias. Never NaN.
@@ -58,121 +75,134 @@ class MultiHeadAttention(nn.Module):
         torch.Size([2, 4, 512])
     """
 
-    def __init__(self, d_model: int = 512, n_heads: int = 8, dropout: float = 0.1, bias: bool = True, fused: bool = True):
+    def __init__(self, d_model: int = 512, n_heads: int = 8, dropout: float = 0.1, bias: bool = True,
+                 fused: bool = True, n_kv_heads: int | None = None):
         super().__init__()
-        require_head_config(d_model, n_heads, dropout)
-        self.d_model = d_model
-        self.n_heads = n_heads
-        self.d_k = d_model // n_heads
+        require_head_config(d_model, n_heads, dropout, n_kv_heads)
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        self.group = n_heads // self.n_kv_heads
         self.fused = fused
-        # Step 2: three Linear projections, d_model -> d_model
+        # Step 2: three Linear projections
         self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, self.n_kv_heads * self.d_k, bias=bias)
+        self.W_v = nn.Linear(d_model, self.n_kv_heads * self.d_k, bias=bias)
         # Step 6: the final Linear W^O
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-        cache: KVCache | None = None,
-        *,
-        is_causal: bool = False,
-    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
-        """Run the six steps.
+    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None,
+                *, is_causal: bool = False, need_weights: bool = False, cache=None):
+        """The six steps.
 
         Args:
             query: (B, L, d_model)
             key: (B, S, d_model)
             value: (B, S, d_model)
-            mask: optional, True/1 = may attend, broadcastable to (B, h, L, S);
-                with a cache, S counts the cached tokens too (e.g.
-                ``causal_mask(L, cache.length + L)``).
-            need_weights: also return the per-head attention weights.
-            cache: optional :class:`mha.KVCache` (incremental decoding). The
-                new keys/values are appended after the cached ones and the
-                queries attend to all of them.
+            mask: optional, True/1 = may attend, broadcastable to (B, h, L, S).
             is_causal: apply the causal (look-ahead) mask without passing one:
-                query i may attend key j iff ``j <= i + (S - L)``, i.e.
-                ``causal_mask(L, S)``, aligned to the bottom right so that with
-                a cache the L new queries are the last L of the S positions.
-                On the fused path with no ``mask`` and ``L == S`` no (L, S)
-                mask is built at all (``F.scaled_dot_product_attention(...,
-                is_causal=True)``); with ``L != S`` the bottom-right mask is
-                built, because torch's own ``is_causal`` aligns to the top
-                left. The explicit path (``need_weights=True`` or
-                ``fused=False``) builds the mask and applies it. Combined with
-                ``mask`` (e.g. a padding mask) the two are AND-ed: a key must
-                be allowed by both. Requires ``L <= S``.
+                query i may attend key j iff ``j <= i + (S - L)`` (``causal_mask(L, S)``,
+                aligned to the bottom right). With ``mask`` too, a key must be allowed
+                by both. On the fused path with no ``mask`` and ``L == S`` no (L, S)
+                mask is built at all. Requires ``L <= S``.
+            need_weights: also return the per-head attention weights (explicit path).
 
         Returns:
             output (B, L, d_model); with ``need_weights=True`` the tuple
-            ``(output, weights)`` with weights (B, h, L, S). With a cache the
-            updated cache is appended: ``(output, cache)`` or
-            ``(output, weights, cache)``.
+            ``(output, weights)``, weights (B, h, L, S).
         """
-        self._check_inputs(query, key, value)
-        require_is_causal(is_causal)
-        # Step 2: Linear projections (shape unchanged)
-        q = project(query, self.W_q)  # (B, L, d_model)
-        k = project(key, self.W_k)  # (B, S, d_model)
-        v = project(value, self.W_v)  # (B, S, d_model)
+        if cache is not None:  # TRANSITIONAL (removed once mha.numerals calls decode): use layer.decode
+            return self.decode(query, key, value, cache, mask, is_causal=is_causal, need_weights=need_weights)
+        mask = self._check(query, key, value, mask, is_causal)
+        # Step 2: three Linear projections
+        q = self.W_q(query)  # (B, L, d_model)
+        k = self.W_k(key)  # (B, S, h_kv * d_k)
+        v = self.W_v(value)  # (B, S, h_kv * d_k)
         # Step 3: split heads
         q = split_heads(q, self.n_heads)  # (B, h, L, d_k)
-        k = split_heads(k, self.n_heads)  # (B, h, S, d_k)
-        v = split_heads(v, self.n_heads)  # (B, h, S, d_k)
-        if cache is not None:  # decoding: put the earlier tokens' keys/values in front
-            cache = self._extend_cache(cache, k, v)
-            k, v = cache.keys, cache.values  # (B, h, S_cached + S, d_k)
-        mask = self._normalize_mask(mask, q, k)
+        k = split_heads(k, self.n_kv_heads)  # (B, h_kv, S, d_k)
+        v = split_heads(v, self.n_kv_heads)  # (B, h_kv, S, d_k)
         # Step 4: scaled dot-product attention, all heads in parallel
-        heads, weights = self._attend(q, k, v, mask, need_weights, is_causal)  # (B, h, L, d_k)
+        heads, weights = self._attention(q, k, v, mask, is_causal, need_weights)  # (B, h, L, d_k)
         # Step 5: Concat
         concat = merge_heads(heads)  # (B, L, d_model)
         # Step 6: final Linear W^O
-        output = project(concat, self.W_o)  # (B, L, d_model)
-        if cache is None:
-            return (output, weights) if need_weights else output
-        return (output, weights, cache) if need_weights else (output, cache)
+        output = self.W_o(concat)  # (B, L, d_model)
+        return (output, weights) if need_weights else output
 
-    def _normalize_mask(self, mask, q, k):
-        """Check the user's mask against (B, h, L, S) of the split queries/keys."""
-        if mask is None:
-            return None
-        B, h, L, _ = q.shape
-        return normalize_mask(mask, B, h, L, k.shape[2], device=q.device)
+    def decode(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cache: KVCache,
+               mask: torch.Tensor | None = None, *, is_causal: bool = False, need_weights: bool = False):
+        """Incremental decoding: the six steps over the cached keys/values plus this call's.
 
-    def _extend_cache(self, cache, k, v):
-        """The cache with this call's keys/values (B, h, S, d_k) appended."""
+        The keys and values of earlier tokens do not change, so the cache keeps them
+        projected and split, (B, h_kv, S_cached, d_k); this call appends its own and the
+        queries attend to all ``S = S_cached + S_new`` of them.
+
+        Args:
+            query: (B, L, d_model); key, value: (B, S_new, d_model).
+            cache: an :class:`mha.KVCache` (``KVCache()`` to start).
+            mask: optional, broadcastable to (B, h, L, S), S counting the cached tokens.
+            is_causal: as in :meth:`forward`; the L queries are the last L of the S positions.
+            need_weights: also return the weights (B, h, L, S).
+
+        Returns:
+            ``(output, cache)``, or ``(output, weights, cache)`` with ``need_weights=True``;
+            the returned cache holds S tokens (the given one is left unchanged).
+        """
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be an mha.KVCache (use KVCache() to start), got {type(cache).__name__}")
-        return cache.append(k, v)
+        mask = self._check(query, key, value, mask, is_causal, cached=cache.length)
+        q = split_heads(self.W_q(query), self.n_heads)  # (B, h, L, d_k)
+        k = split_heads(self.W_k(key), self.n_kv_heads)  # (B, h_kv, S_new, d_k)
+        cache = cache.append(k, split_heads(self.W_v(value), self.n_kv_heads))  # (B, h_kv, S, d_k) each
+        heads, weights = self._attention(q, cache.keys, cache.values, mask, is_causal, need_weights)  # (B, h, L, d_k)
+        output = self.W_o(merge_heads(heads))  # (B, L, d_model)
+        return (output, weights, cache) if need_weights else (output, cache)
 
-    def _attend(self, q, k, v, mask, need_weights, is_causal=False):
-        """Step 4 on split heads; returns ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``."""
-        return attend(q, k, v, mask, self.dropout, need_weights, self.fused, is_causal=is_causal)
+    def _attention(self, q, k, v, mask, is_causal: bool, need_weights: bool):
+        """Step 4 on split heads: ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``.
 
-    def _check_inputs(self, query, key, value) -> None:
+        Each K/V head serves ``group`` query heads (one each unless GQA). The fused
+        kernel runs unless the weights are wanted (or ``fused=False``).
+        """
+        k, v = repeat_kv_heads(k, self.group), repeat_kv_heads(v, self.group)  # (B, h, S, d_k)
+        if self.fused and not need_weights:
+            p = self.dropout.p if self.training else 0.0
+            return fused_attention(q, k, v, mask, dropout_p=p, is_causal=is_causal), None  # (B, h, L, d_k)
+        if is_causal:
+            mask = apply_causal(mask, q.shape[-2], k.shape[-2], device=q.device)  # (L, S) or (B, h, L, S)
+        return scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, L, d_k), (B, h, L, S)
+
+    def _check(self, query, key, value, mask, is_causal, cached: int = 0):
+        """Validate the inputs, once, here; return the mask as bool broadcastable to (B, h, L, S).
+
+        ``cached``: keys already in a KV cache, so S = cached + the new keys.
+        """
         require_attention_inputs(query, key, value, self.d_model, self.W_q.weight)
+        (B, L), S = query.shape[:2], cached + key.shape[1]
+        if require_is_causal(is_causal) and L > S:
+            raise ValueError(
+                f"is_causal=True needs L <= S (the queries are the last L of the S key positions), got L={L}, S={S}"
+            )
+        return None if mask is None else normalize_mask(mask, B, self.n_heads, L, S, device=query.device)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}, fused={self.fused}"
+        kv = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.n_heads else ""
+        return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_k={self.d_k}, fused={self.fused}"
 
-    # Interop with torch.nn.MultiheadAttention
-    @classmethod
-    def from_torch(cls, reference: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Build a layer with the same weights as a ``torch.nn.MultiheadAttention``."""
-        from .interop import from_torch
-
-        return from_torch(reference)
-
-    def to_torch(self) -> nn.MultiheadAttention:
-        """Return an ``nn.MultiheadAttention(batch_first=True)`` with the same weights."""
-        from .interop import to_torch
-
-        return to_torch(self)
+    def to_multi_head(self) -> "MultiHeadAttention":
+        """An equivalent layer with one K/V head per query head (K/V head j's rows copied to its group)."""
+        bias = self.W_q.bias is not None
+        w = self.W_q.weight
+        full = MultiHeadAttention(self.d_model, self.n_heads, dropout=self.dropout.p, bias=bias, fused=self.fused)
+        full.to(device=w.device, dtype=w.dtype)
+        with torch.no_grad():
+            for mine, theirs in ((self.W_q, full.W_q), (self.W_o, full.W_o)):
+                theirs.load_state_dict(mine.state_dict())
+            for mine, theirs in ((self.W_k, full.W_k), (self.W_v, full.W_v)):
+                rows = mine.weight.view(self.n_kv_heads, self.d_k, self.d_model)  # (h_kv, d_k, d_model)
+                theirs.weight.copy_(rows.repeat_interleave(self.group, dim=0).reshape(self.d_model, self.d_model))
+                if bias:
+                    b = mine.bias.view(self.n_kv_heads, self.d_k)  # (h_kv, d_k)
+                    theirs.bias.copy_(b.repeat_interleave(self.group, dim=0).reshape(self.d_model))
+        return full.train(self.training)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import require_tensor
+from .validate import require_tensor
 
 __all__ = [
     "padding_mask",

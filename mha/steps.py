@@ -5,12 +5,16 @@ Shape legend (as in ``torch.nn.MultiheadAttention``):
 * B: batch size
 * L: query length (target sequence)
 * S: key/value length (source sequence; S == L in self-attention)
-* h: number of heads (``n_heads``)
+* h: number of heads (``n_heads``); h_kv: number of key/value heads (GQA, chapter 12)
 * d_model: model width, e.g. 512
 * d_k: width of one head, ``d_model / h``, e.g. 64
 
 Flow (lecture): Q, K, V -> three Linear projections -> split heads ->
 scaled dot-product attention per head, in parallel -> Concat -> final Linear W^O.
+
+These functions are the plain math. They do not validate their inputs: the layer
+(:class:`mha.MultiHeadAttention`) checks its inputs once, at its entry, and then calls
+them; the chapters call them on tensors whose shapes they print.
 """
 from __future__ import annotations
 
@@ -20,7 +24,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import require_float_tensor, require_rank
 from .masks import causal_mask
 
 __all__ = [
@@ -30,23 +33,15 @@ __all__ = [
     "masked_softmax",
     "scaled_dot_product_attention",
     "fused_attention",
-    "attend",
     "apply_causal",
+    "repeat_kv_heads",
     "merge_heads",
 ]
 
 
 def project(x: torch.Tensor, linear: nn.Linear) -> torch.Tensor:
-    """Steps 2 and 6: apply a Linear layer, ``x W^T + b``; the shape stays the same.
-
-    Args:
-        x: (B, L, d_model)
-        linear: an ``nn.Linear(d_model, d_model)`` (``W_q``, ``W_k``, ``W_v`` or ``W_o``).
-
-    Returns:
-        (B, L, d_model)
-    """
-    return linear(x)  # (B, L, d_model)
+    """Steps 2 and 6: apply a Linear layer, ``x W^T + b``: (B, L, d_model) -> (B, L, d_out)."""
+    return linear(x)  # (B, L, d_out)
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -57,32 +52,14 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     The transpose moves the head axis in front of the token axis so each
     head holds a whole (L, d_k) sequence.
     """
-    require_float_tensor(x, "x")
-    require_rank(x, 3, "x", "(B, L, d_model)")
     B, L, d_model = x.shape
-    if n_heads < 1 or d_model % n_heads != 0:
-        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
-    d_k = d_model // n_heads
-    x = x.view(B, L, n_heads, d_k)  # (B, L, h, d_k)
+    x = x.view(B, L, n_heads, d_model // n_heads)  # (B, L, h, d_k)
     return x.transpose(1, 2)  # (B, h, L, d_k)
-
-
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """Step 5, Concat: (B, h, L, d_k) -> (B, L, h * d_k).
-
-    Equal to ``torch.cat([x[:, i] for i in range(h)], dim=-1)``.
-    """
-    require_float_tensor(x, "x")
-    require_rank(x, 4, "x", "(B, h, L, d_k)")
-    B, h, L, d_k = x.shape
-    x = x.transpose(1, 2).contiguous()  # (B, L, h, d_k)
-    return x.view(B, L, h * d_k)  # (B, L, d_model)
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Scaled scores ``Q K^T / sqrt(d_k)``: (B, h, L, d_k), (B, h, S, d_k) -> (B, h, L, S)."""
-    d_k = q.size(-1)
-    return q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (B, h, L, S)
+    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, L, S)
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -99,8 +76,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     if mask is None:
         return torch.softmax(scores, dim=-1)  # (B, h, L, S)
     very_negative = torch.finfo(scores.dtype).min  # finite: no NaN, even in a fully masked row
-    scores = scores.masked_fill(~mask, very_negative)  # (B, h, L, S)
-    weights = torch.softmax(scores, dim=-1)  # (B, h, L, S)
+    weights = torch.softmax(scores.masked_fill(~mask, very_negative), dim=-1)  # (B, h, L, S)
     return weights.masked_fill(~mask, 0.0)  # masked keys -> exactly 0
 
 
@@ -118,26 +94,19 @@ def scaled_dot_product_attention(
         k: (B, h, S, d_k)
         v: (B, h, S, d_k)
         mask: bool, broadcastable to (B, h, L, S), True = may attend.
-        dropout: optional ``nn.Dropout`` applied to the weights (as in the lecture).
+        dropout: optional ``nn.Dropout`` on the weights (the lecture's 0.1): in
+            training mode it zeroes each weight with probability p and scales the
+            others by 1 / (1 - p); in eval mode it does nothing.
 
     Returns:
         ``(output, weights)``: output (B, h, L, d_k), weights (B, h, L, S).
         A query with no key to attend gets zero weights and a zero output.
     """
-    scores = attention_scores(q, k)  # (B, h, L, S)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, L, S): Q K^T / sqrt(d_k)
     weights = masked_softmax(scores, mask)  # (B, h, L, S)
     if dropout is not None:
-        weights = dropout(weights)
+        weights = dropout(weights)  # (B, h, L, S)
     return weights @ v, weights  # (B, h, L, d_k), (B, h, L, S)
-
-
-def require_is_causal(is_causal) -> bool:
-    """Raise ``TypeError`` unless ``is_causal`` is a Python bool (a mask belongs in ``mask``)."""
-    if not isinstance(is_causal, bool):
-        raise TypeError(
-            f"is_causal must be True or False, got {type(is_causal).__name__}; pass a mask tensor as mask=..."
-        )
-    return is_causal
 
 
 def apply_causal(mask: torch.Tensor | None, L: int, S: int, device=None) -> torch.Tensor:
@@ -156,10 +125,6 @@ def apply_causal(mask: torch.Tensor | None, L: int, S: int, device=None) -> torc
     Returns:
         (L, S) bool when ``mask`` is None, else the broadcast AND of both.
     """
-    if L > S:
-        raise ValueError(
-            f"is_causal=True needs L <= S (the queries are the last L of the S key positions), got L={L}, S={S}"
-        )
     causal = causal_mask(L, S, device=device)  # (L, S)
     return causal if mask is None else mask & causal  # broadcasts to (B, h, L, S)
 
@@ -192,9 +157,10 @@ def fused_attention(
             every key is visible and no mask is needed at all. With an explicit
             ``mask`` the two are combined by AND (:func:`apply_causal`).
 
-    Shapes as in :func:`scaled_dot_product_attention`; returns (B, h, L, d_k).
+    Returns:
+        (B, h, L, d_k)
     """
-    if require_is_causal(is_causal):
+    if is_causal:
         L, S = q.shape[-2], k.shape[-2]
         if mask is None and L == S:
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, h, L, d_k)
@@ -208,27 +174,23 @@ def fused_attention(
     return out.masked_fill(~has_key, 0.0)
 
 
-def attend(q, k, v, mask, dropout: nn.Dropout, need_weights: bool, fused: bool, is_causal: bool = False):
-    """Step 4 for a layer: the fused kernel when weights are not needed (and ``fused``), else the explicit path.
+def repeat_kv_heads(x: torch.Tensor, group: int) -> torch.Tensor:
+    """Grouped-query attention: give each query head its key/value head, (B, h_kv, S, d_k) -> (B, h, S, d_k).
 
-    Args:
-        q: (B, h, L, d_k); k, v: (B, h, S, d_k).
-        mask: None or bool broadcastable to (B, h, L, S), True = may attend.
-        dropout: the layer's ``nn.Dropout``; active only in training mode.
-        need_weights: return the weights (forces the explicit path).
-        fused: allow the fused kernel.
-        is_causal: add the causal (look-ahead) mask, bottom-right aligned
-            when ``L < S``, AND-ed with ``mask``. The fused path builds no
-            mask for it when ``mask`` is None and ``L == S`` (see
-            :func:`fused_attention`); the explicit path builds
-            ``causal_mask(L, S)`` and applies it.
-
-    Returns:
-        ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``.
+    Head j of ``x`` is repeated ``group = h / h_kv`` times in a row, so query head
+    i gets K/V head ``i // group``. With ``group == 1`` (ordinary multi-head
+    attention) ``x`` comes back unchanged.
     """
-    if fused and not need_weights:
-        p = dropout.p if dropout.training else 0.0
-        return fused_attention(q, k, v, mask, dropout_p=p, is_causal=is_causal), None
-    if require_is_causal(is_causal):
-        mask = apply_causal(mask, q.shape[-2], k.shape[-2], device=q.device)  # (L, S) or (B, h, L, S)
-    return scaled_dot_product_attention(q, k, v, mask, dropout=dropout)
+    if not isinstance(group, int) or isinstance(group, bool) or group < 1:
+        raise ValueError(f"group must be a positive int, got {group!r}")
+    return x if group == 1 else x.repeat_interleave(group, dim=1)  # (B, h, S, d_k)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Step 5, Concat: (B, h, L, d_k) -> (B, L, h * d_k).
+
+    Equal to ``torch.cat([x[:, i] for i in range(h)], dim=-1)``.
+    """
+    B, h, L, d_k = x.shape
+    x = x.transpose(1, 2).contiguous()  # (B, L, h, d_k)
+    return x.view(B, L, h * d_k)  # (B, L, d_model)

@@ -1,15 +1,20 @@
 """Input validation with messages that name what was expected and what came.
 
-Every public entry point of :mod:`mha` calls these helpers before touching
-torch, so a student sees ``expected (B, L, 512), got (2, 4, 256)`` instead of a
-matrix-multiplication error from deep inside PyTorch.
+The entry points of :mod:`mha` (the layer's constructor, ``forward`` and ``decode``, the
+mask builders, :class:`mha.KVCache`) call these helpers once, before touching torch, so a
+student sees ``expected (B, L, 512), got (2, 4, 256)`` instead of a matrix-multiplication
+error from deep inside PyTorch. The step functions of :mod:`mha.steps` do not validate
+again: they are the plain math, called on inputs that were checked here.
+
+(Not to be confused with the exercise checkers, ``mha.exercises.check_*``, which grade a
+student's answer.)
 """
 from __future__ import annotations
 
 import torch
 
 __all__ = ["require_tensor", "require_float_tensor", "require_rank", "require_same_dtype_device",
-           "require_head_config", "require_attention_inputs"]
+           "require_head_config", "require_attention_inputs", "require_is_causal"]
 
 
 def _shape(t: torch.Tensor) -> str:
@@ -52,18 +57,37 @@ def require_same_dtype_device(tensors: dict[str, torch.Tensor]) -> None:
             raise ValueError(f"{name} is on device {t.device} but {first_name} is on {first.device}; expected the same device")
 
 
-def require_head_config(d_model, n_heads, dropout: float) -> None:
-    """Validate a layer's ``d_model``, ``n_heads`` (must divide ``d_model``) and ``dropout``."""
-    for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise TypeError(f"d_model and n_heads must be positive ints, got {name}={value!r}")
+def _is_positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def require_head_config(d_model, n_heads, dropout: float, n_kv_heads=None) -> None:
+    """Validate ``d_model``, ``n_heads`` (must divide ``d_model``), ``n_kv_heads`` (must divide ``n_heads``), ``dropout``."""
+    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads)):
+        if (value is not None or name != "n_kv_heads") and not _is_positive_int(value):
+            raise TypeError(f"d_model, n_heads and n_kv_heads must be positive ints (n_kv_heads may be None "
+                            f"for n_heads), got {name}={value!r}")
     if d_model % n_heads != 0:
         raise ValueError(
             f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads} "
             f"({d_model} / {n_heads} = {d_model / n_heads:.3g} is not a whole head width d_k)"
         )
-    if not 0.0 <= dropout < 1.0:
+    if n_kv_heads is not None and n_heads % n_kv_heads != 0:
+        raise ValueError(
+            f"n_heads must be divisible by n_kv_heads (each K/V head serves a whole group of query heads): "
+            f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}"
+        )
+    if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+
+
+def require_is_causal(is_causal) -> bool:
+    """Raise ``TypeError`` unless ``is_causal`` is a Python bool (a mask belongs in ``mask``)."""
+    if not isinstance(is_causal, bool):
+        raise TypeError(
+            f"is_causal must be True or False, got {type(is_causal).__name__}; pass a mask tensor as mask=..."
+        )
+    return is_causal
 
 
 def require_attention_inputs(query, key, value, d_model: int, weight: torch.Tensor) -> None:

@@ -67,7 +67,7 @@ def test_integer_or_non_tensor_input(layer):
 
 
 def test_device_mismatch_message():
-    from mha.checks import require_same_dtype_device
+    from mha.validate import require_same_dtype_device
 
     a = torch.randn(2)
     b = torch.randn(2, device="meta")
@@ -79,12 +79,31 @@ def test_device_mismatch_message():
         layer(x, x, x, mask=torch.ones(3, 3, dtype=torch.bool, device="meta"))
 
 
-def test_step_functions_validate_too():
-    with pytest.raises(ValueError, match=r"d_model=10 must be divisible by n_heads=4"):
-        mha.split_heads(torch.randn(1, 2, 10), 4)
-    with pytest.raises(ValueError, match=r"\(B, h, L, d_k\).*got \(2, 3\)"):
-        mha.merge_heads(torch.randn(2, 3))
+def test_mask_builders_validate():
+    """Mask builders are entry points of their own (the step functions are plain math, see mha.steps)."""
     with pytest.raises(ValueError, match=r"every length must lie in \[0, 3\]"):
         mha.padding_mask_from_lengths([4], 3)
     with pytest.raises(ValueError, match="1 <= L <= S"):
         mha.causal_mask(4, 2)
+    with pytest.raises(ValueError, match=r"token_ids must have shape \(B, S\)"):
+        mha.padding_mask(torch.ones(3, dtype=torch.long), pad_id=0)
+
+
+def test_n_kv_heads_and_is_causal_are_checked_at_the_entry():
+    with pytest.raises(ValueError, match="n_heads must be divisible by n_kv_heads.*n_heads=8, n_kv_heads=3"):
+        mha.MultiHeadAttention(32, 8, n_kv_heads=3)
+    with pytest.raises(TypeError, match="must be positive ints.*got n_kv_heads=0"):
+        mha.MultiHeadAttention(32, 8, n_kv_heads=0)
+    layer = mha.MultiHeadAttention(8, 2)
+    x, short = torch.randn(1, 4, 8), torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match=r"is_causal=True needs L <= S.*L=4, S=3"):
+        layer(x, short, short, is_causal=True)
+    with pytest.raises(TypeError, match="is_causal must be True or False"):
+        layer(x, x, x, is_causal=torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="positional arguments"):
+        layer(x, x, x, None, True)  # need_weights is keyword-only: a stray positional flag is an error
+
+
+def test_gqa_layer_cannot_become_torch_layer():
+    with pytest.raises(ValueError, match="to_multi_head"):
+        mha.to_torch(mha.GroupedQueryAttention(8, 4, 2))

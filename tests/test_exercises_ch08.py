@@ -158,8 +158,9 @@ def load_via_mha(ours, reference):
     ours.load_state_dict(mha.from_torch(reference).state_dict())
 
 
-def load_via_classmethod(ours, reference):
-    ours.load_state_dict(mha.MultiHeadAttention.from_torch(reference).state_dict())
+def load_via_to_torch(ours, reference):
+    mha.to_torch(ours)  # builds PyTorch's layer from ours: a shortcut as well, and the wrong direction
+    load_via_mha(ours, reference)
 
 
 def load_new_layer(ours, reference):
@@ -191,7 +192,7 @@ def load_as_float32(ours, reference):
     (lambda o, r: None, "没有把权重复制"),
     (load_new_layer, "返回了一个新的层"),
     (load_via_mha, "这道题要你自己实现，不能调用现成的 mha.interop.from_torch"),
-    (load_via_classmethod, "不能调用现成的 mha.layer.MultiHeadAttention.from_torch"),
+    (load_via_to_torch, "不能调用现成的 mha.interop.to_torch"),
     (load_and_damage_reference, "修改了输入：原地改动了传进来的参数 reference.out_proj.weight"),
     (load_replacing_linear, "换成了 NoneType"),
     (load_as_float32, "dtype"),

@@ -62,11 +62,11 @@ def test_gqa_cache_is_smaller_and_decoding_matches():
     full = gqa(x, x, x, mask=mha.causal_mask(6))
     cache, outs = KVCache(), []
     for t in range(6):
-        out_t, cache = gqa(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], cache=cache)
+        out_t, cache = gqa.decode(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], cache)
         outs.append(out_t)
     torch.testing.assert_close(torch.cat(outs, 1), full, atol=1e-6, rtol=1e-5)
     assert cache.keys.shape == (1, 2, 6, 4)  # h_kv = 2 heads, not 8
-    _, mha_cache = gqa.to_multi_head().eval()(x, x, x, cache=KVCache())
+    _, mha_cache = gqa.to_multi_head().eval().decode(x, x, x, KVCache())
     assert mha_cache.nbytes() == 4 * cache.nbytes()
 
 

@@ -80,10 +80,10 @@ def test_kv_cache_chunks_use_bottom_right_mask(fused, need_weights):
     """Two new queries after 4 cached tokens: L=2, S=6, the causal triangle sits at the bottom right."""
     layer, x = make_layer(fused), inputs()
     full, w_full = run(layer, x, need_weights, is_causal=True)
-    _, cache = layer(x[:, :4], x[:, :4], x[:, :4], is_causal=True, cache=mha.KVCache())
+    _, cache = layer.decode(x[:, :4], x[:, :4], x[:, :4], mha.KVCache(), is_causal=True)
     step = x[:, 4:]  # (B, 2, d_model)
-    rest = layer(step, step, step, need_weights=need_weights, is_causal=True, cache=cache)
-    by_mask = layer(step, step, step, need_weights=need_weights, mask=mha.causal_mask(2, 6), cache=cache)
+    rest = layer.decode(step, step, step, cache, need_weights=need_weights, is_causal=True)
+    by_mask = layer.decode(step, step, step, cache, need_weights=need_weights, mask=mha.causal_mask(2, 6))
     torch.testing.assert_close(rest[0], full[:, 4:], **TOL)
     torch.testing.assert_close(rest[0], by_mask[0], **TOL)
     assert rest[-1].length == 6
@@ -109,9 +109,9 @@ def test_single_new_token_builds_no_mask(monkeypatch):
     """L == 1 with a cache: the one query sees every key, so no mask is needed."""
     layer, x = make_layer(True), inputs()
     full = layer(x, x, x, is_causal=True)
-    _, cache = layer(x[:, :5], x[:, :5], x[:, :5], is_causal=True, cache=mha.KVCache())
+    _, cache = layer.decode(x[:, :5], x[:, :5], x[:, :5], mha.KVCache(), is_causal=True)
     monkeypatch.setattr(steps, "causal_mask", _refuse)
-    last, cache = layer(x[:, 5:], x[:, 5:], x[:, 5:], is_causal=True, cache=cache)
+    last, cache = layer.decode(x[:, 5:], x[:, 5:], x[:, 5:], cache, is_causal=True)
     torch.testing.assert_close(last, full[:, 5:], **TOL)
 
 
@@ -156,7 +156,7 @@ def test_explicit_path_builds_and_applies_the_mask(monkeypatch):
 @pytest.mark.parametrize("fused", [True, False])
 def test_parity_with_torch_multihead_attention(fused):
     layer, x = make_layer(fused), inputs()
-    ref = layer.to_torch().eval()
+    ref = mha.to_torch(layer).eval()
     causal = mha.causal_mask(6)
     pad = mha.padding_mask_from_lengths([6, 4], 6)
     theirs, _ = ref(x, x, x, attn_mask=to_torch_attn_mask(causal), is_causal=True, need_weights=False)
@@ -176,8 +176,8 @@ def test_grouped_query_attention_is_causal(fused, need_weights):
     torch.testing.assert_close(out, ref, **TOL)
     if need_weights:
         torch.testing.assert_close(w, w_ref, **TOL)
-    _, cache = gqa(x[:, :4], x[:, :4], x[:, :4], is_causal=True, cache=mha.KVCache())
-    rest, cache = gqa(x[:, 4:], x[:, 4:], x[:, 4:], is_causal=True, cache=cache)
+    _, cache = gqa.decode(x[:, :4], x[:, :4], x[:, :4], mha.KVCache(), is_causal=True)
+    rest, cache = gqa.decode(x[:, 4:], x[:, 4:], x[:, 4:], cache, is_causal=True)
     torch.testing.assert_close(rest, out[:, 4:], **TOL)
     assert cache.keys.shape == (2, 2, 6, D_MODEL // HEADS)  # (B, h_kv, S, d_k)
 
@@ -207,8 +207,8 @@ def test_is_causal_must_be_bool():
     layer, x = make_layer(), inputs()
     with pytest.raises(TypeError, match="is_causal must be True or False, got Tensor"):
         layer(x, x, x, is_causal=mha.causal_mask(6))
-    with pytest.raises(TypeError, match="is_causal must be True or False"):
-        steps.fused_attention(x[:, None], x[:, None], x[:, None], is_causal=1)
+    with pytest.raises(TypeError, match="is_causal must be True or False, got int"):
+        layer.decode(x, x, x, mha.KVCache(), is_causal=1)
 
 
 def test_is_causal_is_keyword_only():

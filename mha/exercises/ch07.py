@@ -79,18 +79,22 @@ def _gradient_check(fn, B, h, L, d_k, what: str, wrt_bias: bool) -> None:
     expect_gradients(out, wrt, what)
 
 
+def _answers(fn, what: str):
+    """Run ``fn(heads, W_o)`` on each case of OUTPUT_CASES: yields (case, heads, W_o, the answer)."""
+    for B, h, L, d_k in OUTPUT_CASES:
+        heads, W_o = torch.randn(B, h, L, d_k), _layer(h * d_k)
+        yield (B, h, L, d_k), heads, W_o, _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(MHA,)), what)
+
+
 @checker("ch07", "7.2", "从各个头的输出算出最终输出")
 def check_output_from_heads(fn):
     """``fn(heads, W_o)``: heads (B, h, L, d_k), W_o ``nn.Linear(d_model, d_model)`` -> (B, L, d_model).
 
     Forbidden: any function of ``mha``; ``heads`` and ``W_o`` must not change.
     """
-    for B, h, L, d_k in OUTPUT_CASES:
+    for (B, h, L, d_k), heads, W_o, out in _answers(fn, "最终输出"):
         d_model = h * d_k
-        heads = torch.randn(B, h, L, d_k)
-        W_o = _layer(d_model)
         W, b = W_o.weight.detach(), W_o.bias.detach()
-        out = _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(MHA,)), "最终输出")
         concat = merge_heads(heads)  # (B, L, d_model)
         want = W_o(concat).detach()
         if tuple(out.shape) == (B, h, L, d_k):
@@ -117,12 +121,9 @@ def check_head_contributions(fn):
     ``[i*d_k, (i+1)*d_k)``, i.e. ``W_o.weight[:, i*d_k:(i+1)*d_k].T``.
     Forbidden: any function of ``mha``; ``heads`` and ``W_o`` must not change.
     """
-    for B, h, L, d_k in OUTPUT_CASES:
+    for (B, h, L, d_k), heads, W_o, out in _answers(fn, "每个头的贡献"):
         d_model = h * d_k
-        heads = torch.randn(B, h, L, d_k)
-        W_o = _layer(d_model)
         W, b = W_o.weight.detach(), W_o.bias.detach()
-        out = _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(MHA,)), "每个头的贡献")
         W_O = W.T  # (d_model, d_model): the W^O of the formula
         want = torch.stack([heads[:, i] @ W_O[i * d_k:(i + 1) * d_k] for i in range(h)], dim=1)  # (B, h, L, d_model)
         if tuple(out.shape) == (B, L, d_model):

@@ -13,6 +13,7 @@ import math
 import torch
 from torch import nn
 
+from ..interop import from_torch
 from ..layer import MultiHeadAttention
 from ..masks import causal_mask, padding_mask_from_lengths
 from ..steps import attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
@@ -281,7 +282,7 @@ def _matches(out, ref, atol=1e-5) -> bool:
 def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
     student = _build(cls, d_model, h)
     dtype = student.W_q.weight.dtype
-    reference = MultiHeadAttention.from_torch(_torch_reference(d_model, h))  # float64, the answer key
+    reference = from_torch(_torch_reference(d_model, h))  # float64, the answer key
     _load(student, reference)
     q = torch.randn(B, L, d_model, dtype=torch.float64)
     kv = q if kind in ("self", "causal") else torch.randn(B, S, d_model, dtype=torch.float64)
@@ -341,7 +342,7 @@ def check_my_multihead_attention(cls):
     # The same weights in nn.MultiheadAttention (the notebook's final comparison).
     torch_ref = _torch_reference(8, 2)
     student = _build(cls, 8, 2)
-    _load(student, MultiHeadAttention.from_torch(torch_ref))
+    _load(student, from_torch(torch_ref))
     x = torch.randn(2, 3, 8, dtype=torch.float64)
     out = _forward(student, cls, (x.to(student.W_q.weight.dtype),) * 3, (2, 2, 3, 3, 8))
     with torch.no_grad():

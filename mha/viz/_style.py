@@ -17,3 +17,13 @@ def to_numpy(t):
     if hasattr(t, "detach"):
         t = t.detach().cpu().float().numpy()
     return t
+
+
+def label_grid(ax, shape, row_labels=None, col_labels=None) -> None:
+    """One tick per row and column of an (L, S) grid, labelled with the tokens when given."""
+    ax.set_xticks(range(shape[1]))
+    ax.set_yticks(range(shape[0]))
+    if col_labels is not None:
+        ax.set_xticklabels(col_labels, rotation=45, ha="right")
+    if row_labels is not None:
+        ax.set_yticklabels(row_labels)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ._style import CMAP, to_numpy
+from ._style import CMAP, label_grid, to_numpy
 
 
 def plot_heatmap(matrix, row_labels=None, col_labels=None, title=None, ax=None, annotate=True,
@@ -25,12 +25,7 @@ def plot_heatmap(matrix, row_labels=None, col_labels=None, title=None, ax=None, 
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * m.shape[1] + 1.8, 0.6 * m.shape[0] + 1.2))
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax)
-    ax.set_xticks(range(m.shape[1]))
-    ax.set_yticks(range(m.shape[0]))
-    if col_labels is not None:
-        ax.set_xticklabels(col_labels, rotation=45, ha="right")
-    if row_labels is not None:
-        ax.set_yticklabels(row_labels)
+    label_grid(ax, m.shape, row_labels, col_labels)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     if title:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 
-from ._style import to_numpy
+from ._style import label_grid, to_numpy
 
 
 def plot_mask(mask, row_labels=None, col_labels=None, title=None, ax=None):
@@ -21,12 +21,7 @@ def plot_mask(mask, row_labels=None, col_labels=None, title=None, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 1.5, 0.5 * m.shape[0] + 1.2))
     ax.imshow(m, cmap=ListedColormap(["#333333", "#ffffff"]), vmin=0, vmax=1)
-    ax.set_xticks(range(m.shape[1]))
-    ax.set_yticks(range(m.shape[0]))
-    if col_labels is not None:
-        ax.set_xticklabels(col_labels, rotation=45, ha="right")
-    if row_labels is not None:
-        ax.set_yticklabels(row_labels)
+    label_grid(ax, m.shape, row_labels, col_labels)
     ax.set_xticks([x - 0.5 for x in range(1, m.shape[1])], minor=True)
     ax.set_yticks([y - 0.5 for y in range(1, m.shape[0])], minor=True)
     ax.grid(which="minor", color="#999999", linewidth=0.8)
