@@ -1,41 +1,27 @@
 """Tests for the chapter 01 checkers: correct answers in many styles pass, stubs are 'not done',
-wrong answers get a verdict that names what happened (table-driven)."""
+wrong answers get a verdict that names what happened (table-driven; the generic stub and garbage
+answers are tried on every checker in tests/test_exercises_common.py)."""
 import numpy as np
-import pytest
 import torch
 
-from mha.exercises import check_changed_positions, check_changed_positions_fn, check_output_shape, results
-from exercise_support import STUBS, raise_value_error, verdict
+from mha.exercises import check_changed_positions, check_changed_positions_fn, check_output_shape
+from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
+                              right_answers, wrong_answers)
 
 
-def passes(capsys, checker, answer):
-    ok, out = verdict(capsys, checker, answer)
-    assert ok and "✅" in out, out
-
-
-def fails_with(capsys, checker, answer, *needles):
-    ok, out = verdict(capsys, checker, answer)
-    assert not ok and "❌" in out, out
-    for needle in needles:
-        assert needle in out, (needle, out)
+def test_summary_records_attempts(capsys):
+    res = recorded(capsys, "ch01", (check_output_shape, (2, 7, 12)), (check_changed_positions_fn, None))
+    assert res["1.1"] == "pass" and res["1.3"] == "todo"
+    assert set(res) == {"1.1", "1.2", "1.3"}
 
 
 # ---------------------------------------------------------------- 1.1
-@pytest.mark.parametrize("answer", [
+RIGHT_1_1 = answers_for(check_output_shape, [
     (2, 7, 12), [2, 7, 12], torch.Size([2, 7, 12]), (np.int64(2), np.int32(7), np.int64(12)),
     np.array([2, 7, 12]), (torch.tensor(2), torch.tensor(7), torch.tensor(12)), (2.0, 7, 12.0),
 ])
-def test_1_1_correct_styles_pass(capsys, answer):
-    passes(capsys, check_output_shape, answer)
 
-
-@pytest.mark.parametrize("stub", [None, ...])
-def test_1_1_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_output_shape, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("answer, needle", [
+WRONG_1_1 = mistakes_for(check_output_shape, [
     ((2, 3, 7, 4), "分头之后"),
     ((2, 7, 4), "一个头的宽度"),
     ((2, 3, 7, 7), "注意力权重"),
@@ -54,12 +40,9 @@ def test_1_1_stub_is_not_done(capsys, stub):
     (torch.zeros(2, 7, 12), "而不是张量"),
     ({}, "tuple"),
 ])
-def test_1_1_wrong_answers_are_named(capsys, answer, needle):
-    fails_with(capsys, check_output_shape, answer, needle)
-
 
 # ---------------------------------------------------------------- 1.2
-@pytest.mark.parametrize("answer", [
+RIGHT_1_2 = answers_for(check_changed_positions, [
     {"linear": [2], "mha": [0, 1, 2, 3, 4, 5]},
     {"linear": (2,), "mha": range(6)},
     {"linear": torch.tensor([2]), "mha": {5, 4, 3, 2, 1, 0}},
@@ -68,17 +51,10 @@ def test_1_1_wrong_answers_are_named(capsys, answer, needle):
     {"linear": [2.0], "mha": [0, 1, 2, 3, 4, 5.0]},
     {"linear": [2, 2], "mha": [5, 4, 3, 2, 1, 0]},
 ])
-def test_1_2_correct_styles_pass(capsys, answer):
-    passes(capsys, check_changed_positions, answer)
 
+NOT_DONE_1_2 = answers_for(check_changed_positions, [{"linear": ..., "mha": ...}, {"linear": [2], "mha": ...}])
 
-@pytest.mark.parametrize("stub", [None, ..., {"linear": ..., "mha": ...}, {"linear": [2], "mha": ...}])
-def test_1_2_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_changed_positions, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("answer, needle", [
+WRONG_1_2 = mistakes_for(check_changed_positions, [
     ({"linear": [2], "mha": [2]}, "逐位置的 Linear"),
     ({"linear": [0, 1, 2, 3, 4, 5], "mha": [0, 1, 2, 3, 4, 5]}, "位置之间互不相干"),
     ({"linear": [2], "mha": [2, 3, 4, 5]}, "因果掩码"),
@@ -102,8 +78,6 @@ def test_1_2_stub_is_not_done(capsys, stub):
     ({"linear": [2]}, "缺少键"),
     (raise_value_error, "字典"),
 ])
-def test_1_2_wrong_answers_are_named(capsys, answer, needle):
-    fails_with(capsys, check_changed_positions, answer, needle)
 
 
 # ---------------------------------------------------------------- 1.3
@@ -155,16 +129,8 @@ def _einsum_norm(f, x, k):
     return [j for j, n in enumerate(torch.einsum("bld,bld->l", d, d).sqrt().tolist()) if n > 1e-6]
 
 
-@pytest.mark.parametrize("fn", [changed_positions_solution, _random_change_tensor_result, _loops,
-                                _float64_inside, _not_equal, _einsum_norm])
-def test_1_3_correct_styles_pass(capsys, fn):
-    passes(capsys, check_changed_positions_fn, fn)
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_1_3_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_changed_positions_fn, stub)
-    assert not ok and "还没完成" in out
+RIGHT_1_3 = answers_for(check_changed_positions_fn, [changed_positions_solution, _random_change_tensor_result, _loops,
+                                                     _float64_inside, _not_equal, _einsum_norm])
 
 
 def _changed(f, x, x2, reduce):
@@ -211,7 +177,7 @@ def _signed(reduce):
     return lambda f, x, k: _changed(f, x, _plus_one(x, k), reduce)
 
 
-@pytest.mark.parametrize("wrong, needle", [
+WRONG_1_3 = mistakes_for(check_changed_positions_fn, [
     (_compares_inputs, "比较的是输入 x"),
     (_mutates_input, "原地改动了传进来的参数 x"),
     (_aliased_both, "没改到"),
@@ -238,14 +204,7 @@ def _signed(reduce):
     ("fn", "应该是一个函数"),
     (42, "应该是一个函数"),
 ])
-def test_1_3_wrong_answers_are_named(capsys, wrong, needle):
-    fails_with(capsys, check_changed_positions_fn, wrong, needle)
 
-
-def test_summary_records_attempts(capsys):
-    check_output_shape((2, 7, 12))
-    check_changed_positions_fn(None)
-    capsys.readouterr()
-    res = results("ch01")
-    assert res["1.1"] == "pass" and res["1.3"] == "todo"
-    assert set(res) == {"1.1", "1.2", "1.3"}
+test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3)
+test_stubs_are_not_done = not_done_answers(NOT_DONE_1_2)
+test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3)

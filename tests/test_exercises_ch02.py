@@ -1,28 +1,23 @@
 """Tests for the chapter 02 checkers: correct answers in many styles pass, stubs are 'not done',
-shortcuts and wrong answers get a verdict that names what happened (table-driven)."""
+shortcuts and wrong answers get a verdict that names what happened (table-driven; the generic stub and
+garbage answers are tried on every checker in tests/test_exercises_common.py)."""
 import math
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 
 import mha
-from mha.exercises import check_block_inputs, check_build_x, check_positional_encoding, results
+from mha.exercises import check_block_inputs, check_build_x, check_positional_encoding
 from mha.positional import sinusoidal_positional_encoding
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
+                              right_answers, wrong_answers)
 
 
-def passes(capsys, checker, answer):
-    ok, out = verdict(capsys, checker, answer)
-    assert ok and "✅" in out, out
-
-
-def fails_with(capsys, checker, answer, *needles):
-    ok, out = verdict(capsys, checker, answer)
-    assert not ok and "❌" in out, out
-    for needle in needles:
-        assert needle in out, (needle, out)
+def test_summary_records_attempts(capsys):
+    res = recorded(capsys, "ch02", (check_build_x, build_x_solution), (check_positional_encoding, None))
+    assert res["2.2"] == "pass" and res["2.1"] == "todo"
+    assert set(res) == {"2.1", "2.2", "2.3"}
 
 
 # ---------------------------------------------------------------- 2.1
@@ -64,18 +59,10 @@ def pe_numpy_exp(L, d_model):
     return torch.from_numpy(np.stack([np.sin(angle), np.cos(angle)], axis=-1).reshape(L, d_model))  # float64
 
 
-@pytest.mark.parametrize("fn", [pe_solution, pe_loops, pe_numpy_exp, lambda L, d: pe_solution(L, d).double()])
-def test_2_1_correct_styles_pass(capsys, fn):
-    passes(capsys, check_positional_encoding, fn)
+RIGHT_2_1 = answers_for(check_positional_encoding, [
+    pe_solution, pe_loops, pe_numpy_exp, lambda L, d: pe_solution(L, d).double()])
 
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_2_1_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_positional_encoding, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("wrong, needle", [
+WRONG_2_1 = mistakes_for(check_positional_encoding, [
     # shortcuts: the course's own helper, however it is reached
     (sinusoidal_positional_encoding, "不能调用现成的 mha.positional.sinusoidal_positional_encoding"),
     (lambda L, d: mha.positional.sinusoidal_positional_encoding(L, d).clone(), "自己算出这张表"),
@@ -104,8 +91,6 @@ def test_2_1_stub_is_not_done(capsys, stub):
     ("pe", "应该是一个函数"),
     (42, "应该是一个函数"),
 ])
-def test_2_1_wrong_answers_are_named(capsys, wrong, needle):
-    fails_with(capsys, check_positional_encoding, wrong, needle)
 
 
 # ---------------------------------------------------------------- 2.2
@@ -114,21 +99,13 @@ def build_x_solution(token_ids, embedding):
     return embedding(token_ids) + sinusoidal_positional_encoding(L, d_model)
 
 
-@pytest.mark.parametrize("fn", [
+RIGHT_2_2 = answers_for(check_build_x, [
     build_x_solution,
     lambda ids, emb: emb(ids) + pe_solution(ids.shape[1], emb.embedding_dim),
     lambda ids, emb: emb.weight[ids] + pe_loops(ids.shape[1], emb.embedding_dim)[None],
     lambda ids, emb: build_x_solution(ids, emb).double(),
     lambda tokens, table: F.embedding(tokens, table.weight) + pe_numpy_exp(tokens.shape[1], table.embedding_dim).float(),
 ])
-def test_2_2_correct_styles_pass(capsys, fn):
-    passes(capsys, check_build_x, fn)
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_2_2_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_build_x, stub)
-    assert not ok and "还没完成" in out
 
 
 def _pe(ids, emb):
@@ -150,7 +127,7 @@ def _no_grad(ids, emb):
         return build_x_solution(ids, emb)
 
 
-@pytest.mark.parametrize("wrong, needle", [
+WRONG_2_2 = mistakes_for(check_build_x, [
     (lambda ids, emb: emb(ids), "忘了加位置编码"),
     (lambda ids, emb: _pe(ids, emb).expand(ids.shape[0], -1, -1), "忘了词嵌入"),
     (lambda ids, emb: torch.cat([emb(ids), _pe(ids, emb).expand(ids.shape[0], -1, -1)], dim=-1), "拼接"),
@@ -176,8 +153,6 @@ def _no_grad(ids, emb):
     (raise_value_error, "ValueError"),
     ("x", "应该是一个函数"),
 ])
-def test_2_2_wrong_answers_are_named(capsys, wrong, needle):
-    fails_with(capsys, check_build_x, wrong, needle)
 
 
 # ---------------------------------------------------------------- 2.3
@@ -213,15 +188,10 @@ def _dict_lookup(block, source_x, target_x, target_h, memory, masks):  # renamed
     return table[block]
 
 
-@pytest.mark.parametrize("fn", [blocks_solution, _clones_and_ints, _dict_lookup])
-def test_2_3_correct_styles_pass(capsys, fn):
-    passes(capsys, check_block_inputs, fn)
+RIGHT_2_3 = answers_for(check_block_inputs, [blocks_solution, _clones_and_ints, _dict_lookup])
 
-
-@pytest.mark.parametrize("stub", STUBS + [lambda *a: (..., ..., ..., ...), patched(decoder_cross=lambda *a: (a[2], a[3], a[3], ...))])
-def test_2_3_stub_is_not_done(capsys, stub):
-    ok, out = verdict(capsys, check_block_inputs, stub)
-    assert not ok and "还没完成" in out
+NOT_DONE_2_3 = answers_for(check_block_inputs, [
+    lambda *a: (..., ..., ..., ...), patched(decoder_cross=lambda *a: (a[2], a[3], a[3], ...))])
 
 
 def _mask_edit_in_place(block, enc_x, dec_x, dec_h, enc_out, masks):
@@ -237,7 +207,7 @@ def _dec_h_in_place(block, enc_x, dec_x, dec_h, enc_out, masks):
     return blocks_solution(block, enc_x, dec_x, dec_h, enc_out, masks)
 
 
-@pytest.mark.parametrize("wrong, needle", [
+WRONG_2_3 = mistakes_for(check_block_inputs, [
     # the lecture's slip: the first block fed from the decoder side
     (patched(encoder_self=lambda e, d, h, o, m: (d, d, d, m["tgt_padding"])), "笔误"),
     (patched(encoder_self=lambda e, d, h, o, m: (e, e, e, None)), "忘了 padding 掩码"),
@@ -280,14 +250,7 @@ def _dec_h_in_place(block, enc_x, dec_x, dec_h, enc_out, masks):
     ("x", "应该是一个函数"),
     (42, "应该是一个函数"),
 ])
-def test_2_3_wrong_answers_are_named(capsys, wrong, needle):
-    fails_with(capsys, check_block_inputs, wrong, needle)
 
-
-def test_summary_records_attempts(capsys):
-    check_build_x(build_x_solution)
-    check_positional_encoding(None)
-    capsys.readouterr()
-    res = results("ch02")
-    assert res["2.2"] == "pass" and res["2.1"] == "todo"
-    assert set(res) == {"2.1", "2.2", "2.3"}
+test_right_answers_pass = right_answers(RIGHT_2_1, RIGHT_2_2, RIGHT_2_3)
+test_stubs_are_not_done = not_done_answers(NOT_DONE_2_3)
+test_wrong_answers_are_named = wrong_answers(WRONG_2_1, WRONG_2_2, WRONG_2_3)

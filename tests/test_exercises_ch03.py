@@ -1,29 +1,16 @@
-"""Tests for the chapter 03 checkers: correct answers in many styles pass, stubs are 'not done',
-shortcuts and wrong answers get a verdict that names what happened (table-driven)."""
+"""Tests for the chapter 03 checkers: correct answers in many styles pass, shortcuts and wrong answers
+get a verdict that names what happened (table-driven; the stub and garbage answers of these exercises
+are the generic ones, tried on every checker in tests/test_exercises_common.py)."""
 import math
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import mha
 from mha.exercises import check_count_parameters, check_project_matmul, check_projection_shape, results
-from exercise_support import STUBS, raise_value_error, verdict
-
-
-def passes(capsys, checker, answer):
-    ok, out = verdict(capsys, checker, answer)
-    assert ok and "✅" in out, out
-
-
-def fails_with(capsys, checker, answer, *needles):
-    ok, out = verdict(capsys, checker, answer)
-    assert not ok and "❌" in out, out
-    for needle in needles:
-        assert needle in out, (needle, out)
-
+from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
 
 # ---------------------------------------------------------------- references
 def projection_shape_ref(B, L, d_model, n_heads):
@@ -41,13 +28,6 @@ def project_ref(x, linear):
     return out
 
 
-@pytest.mark.parametrize("check", [check_projection_shape, check_count_parameters, check_project_matmul])
-@pytest.mark.parametrize("stub", STUBS)
-def test_stub_is_not_done(check, stub, capsys):
-    ok, out = verdict(capsys, check, stub)
-    assert not ok and "还没完成" in out
-
-
 def test_record_false_is_not_recorded(capsys):
     check_projection_shape(None)
     check_projection_shape(projection_shape_ref, record=False)
@@ -58,7 +38,7 @@ def test_record_false_is_not_recorded(capsys):
 
 
 # ---------------------------------------------------------------- 3.1
-@pytest.mark.parametrize("fn", [
+RIGHT_3_1 = answers_for(check_projection_shape, [
     projection_shape_ref,
     lambda B, L, d, h: [B, L, d],
     lambda B, L, d, h: torch.Size([B, L, d]),
@@ -68,11 +48,8 @@ def test_record_false_is_not_recorded(capsys):
     lambda B, L, d, h: (torch.tensor(B), L, torch.tensor(d)),
     lambda batch, length, width, heads: tuple(nn.Linear(width, width)(torch.zeros(batch, length, width)).shape),
 ])
-def test_3_1_correct_styles_pass(capsys, fn):
-    passes(capsys, check_projection_shape, fn)
 
-
-@pytest.mark.parametrize("wrong, needle", [
+WRONG_3_1 = mistakes_for(check_projection_shape, [
     (lambda B, L, d, h: (B, h, L, d // h), "分头之后"),
     (lambda B, L, d, h: (B, L, h, d // h), "分头之后"),
     (lambda B, L, d, h: (B, L, d // h), "不是一个头的宽度"),
@@ -92,8 +69,6 @@ def test_3_1_correct_styles_pass(capsys, fn):
     ("a string", "应该是一个函数"),
     (42, "应该是一个函数"),
 ])
-def test_3_1_wrong_answers_are_named(wrong, needle, capsys):
-    fails_with(capsys, check_projection_shape, wrong, needle)
 
 
 # ---------------------------------------------------------------- 3.2
@@ -106,7 +81,7 @@ def _count_loop(width, heads, bias=True):  # renamed arguments, a loop over the 
     return total
 
 
-@pytest.mark.parametrize("fn", [
+RIGHT_3_2 = answers_for(check_count_parameters, [
     count_parameters_ref,
     _count_loop,
     lambda d, h, bias=True: np.int64(count_parameters_ref(d, h, bias)),
@@ -114,8 +89,6 @@ def _count_loop(width, heads, bias=True):  # renamed arguments, a loop over the 
     lambda d, h, bias=True: torch.tensor(count_parameters_ref(d, h, bias)),
     lambda d, h, bias=True: 4 * d * (d + bias),
 ])
-def test_3_2_correct_styles_pass(capsys, fn):
-    passes(capsys, check_count_parameters, fn)
 
 
 def _counts_course_layer(d, h, bias=True):
@@ -134,7 +107,7 @@ def _counts_torch_layer(d, h, bias=True):
     return sum(p.numel() for p in nn.MultiheadAttention(d, h, bias=bias).parameters())
 
 
-@pytest.mark.parametrize("wrong, needle", [
+WRONG_3_2 = mistakes_for(check_count_parameters, [
     # building a layer to count it is the shortcut the prompt forbids
     (_counts_course_layer, "不要真的建一个层去数（检查时发现你的代码创建了 MultiHeadAttention）"),
     (lambda d, h, bias=True: sum(p.numel() for p in _MyLayer(d, h, bias=bias).parameters()), "创建了 _MyLayer"),
@@ -162,8 +135,6 @@ def _counts_torch_layer(d, h, bias=True):
     (raise_value_error, "ValueError"),
     (42, "应该是一个函数"),
 ])
-def test_3_2_wrong_answers_are_named(wrong, needle, capsys):
-    fails_with(capsys, check_count_parameters, wrong, needle)
 
 
 def test_3_2_reference_formula_matches_the_layer():
@@ -199,10 +170,8 @@ def _reshape_2d(x, linear):
     return out + (linear.bias if linear.bias is not None else torch.zeros(()))
 
 
-@pytest.mark.parametrize("fn", [project_ref, _einsum, _loops, _float64_inside, _reshape_2d,
-                                lambda x, linear: project_ref(x, linear).float()])
-def test_3_3_correct_styles_pass(capsys, fn):
-    passes(capsys, check_project_matmul, fn)
+RIGHT_3_3 = answers_for(check_project_matmul, [project_ref, _einsum, _loops, _float64_inside, _reshape_2d,
+                                               lambda x, linear: project_ref(x, linear).float()])
 
 
 def _no_transpose(x, linear):
@@ -240,7 +209,7 @@ def _detached_input(x, linear):
     return project_ref(x.detach(), linear)
 
 
-@pytest.mark.parametrize("wrong, needle", [
+WRONG_3_3 = mistakes_for(check_project_matmul, [
     # shortcuts
     (lambda x, linear: linear(x), "直接调用了 linear(x)"),
     (lambda x, linear: linear.forward(x), "直接调用了 linear(x)"),
@@ -273,8 +242,9 @@ def _detached_input(x, linear):
     (raise_value_error, "ValueError"),
     ("a string", "应该是一个函数"),
 ])
-def test_3_3_wrong_answers_are_named(wrong, needle, capsys):
-    fails_with(capsys, check_project_matmul, wrong, needle)
+
+test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_3_2, RIGHT_3_3)
+test_wrong_answers_are_named = wrong_answers(WRONG_3_1, WRONG_3_2, WRONG_3_3)
 
 
 def test_reference_project_matches_mha_project():

@@ -1,14 +1,14 @@
-"""Exercise checkers of chapter 04, table-driven: every correct style passes, stubs are "not done",
-every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
+"""Exercise checkers of chapter 04, table-driven: every correct style passes, every wrong, forbidden or broken
+answer gets a verdict that names what happened (never the checker's own error). The stub answers of these
+exercises are the generic ones; they, and the generic garbage, are tried in tests/test_exercises_common.py."""
 import numpy as np
-import pytest
 import torch
 from torch import nn
 
 import mha
 from mha.exercises import check_per_head_linears, check_split_heads, check_split_shape, results
 from mha.steps import split_heads as imported_split_heads
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import every, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -65,7 +65,7 @@ def _linears_from_data(W_q, n_heads):
     return smalls
 
 
-PASSES = [
+RIGHT = [
     (check_split_shape, split_shape_ref),
     (check_split_shape, lambda b, l, d, h: [b, h, l, d // h]),
     (check_split_shape, lambda B, L, d, h: torch.Size([B, h, L, d // h])),
@@ -88,29 +88,16 @@ PASSES = [
 ]
 
 
-@pytest.mark.parametrize("check, answer", PASSES)
-def test_correct_answers_pass(capsys, check, answer):
-    ok, out = verdict(capsys, check, answer)
-    assert ok and "✅" in out, out
+test_right_answers_pass = right_answers(RIGHT)
 
-
-@pytest.mark.parametrize("check", CHECKERS)
-@pytest.mark.parametrize("stub", STUBS)
-def test_stub_is_not_done(capsys, check, stub):
-    ok, out = verdict(capsys, check, stub)
-    assert not ok and "还没完成" in out, out
-
-
-@pytest.mark.parametrize("check", CHECKERS)
-@pytest.mark.parametrize("garbage", [
-    "a string", 42, raise_value_error, lambda *a: torch.full((1, 2, 3, 4), float("nan")),
-    lambda *a: "text", lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
+# Garbage only these exercises' checkers get (the generic garbage is in tests/test_exercises_common.py).
+GARBAGE = [
+    raise_value_error, lambda *a: torch.full((1, 2, 3, 4), float("nan")),
+    lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
     lambda *a: (1.5, 2), lambda *a: [None], lambda *a: [nn.Linear(2, 2)], lambda *a: nn.Linear(6, 3),
     lambda *a: [object()] * 8, lambda *a: 7, lambda *a: {"shape": 1}, lambda *a: (True, 1, 1, 1),
-])
-def test_garbage_gets_a_verdict(capsys, check, garbage):
-    ok, out = verdict(capsys, check, garbage)
-    assert not ok and "❌" in out, out
+]
+test_garbage_gets_a_verdict = wrong_answers(every(CHECKERS, GARBAGE))
 
 
 # ---------------------------------------------------------------- wrong answers, each named
@@ -217,7 +204,7 @@ def _peeks(W_q, n_heads):
 
 SHORTCUT = "不能调用现成的"
 
-FAILS = [
+WRONG = [
     # 4.1: each typical wrong shape is named
     (check_split_shape, lambda B, L, d, h: (B, L, h, d // h), ["还没 transpose"]),
     (check_split_shape, lambda B, L, d, h: (B, h, L, d), ["不是整条 d_model"]),
@@ -269,12 +256,7 @@ FAILS = [
 ]
 
 
-@pytest.mark.parametrize("check, answer, words", FAILS)
-def test_wrong_answers_are_named(capsys, check, answer, words):
-    ok, out = verdict(capsys, check, answer)
-    assert not ok and "❌" in out, out
-    for word in words:
-        assert word in out, (word, out)
+test_wrong_answers_are_named = wrong_answers(WRONG)
 
 
 def test_results_registry_lists_chapter():

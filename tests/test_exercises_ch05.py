@@ -1,9 +1,9 @@
 """Exercise checkers of chapter 05, table-driven: every correct style passes, stubs are "not done",
-every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
+every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error).
+The generic stub and garbage answers are tried on every checker in tests/test_exercises_common.py."""
 import math
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -11,7 +11,7 @@ from torch import nn
 import mha
 from mha.exercises import check_attention, check_dot_product_variance, check_scores_shape, results
 from mha.steps import masked_softmax
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import every, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -68,7 +68,7 @@ def attention_loop_over_heads(q, k, v, mask=None):
 
 CHECKERS = [check_scores_shape, check_dot_product_variance, check_attention]
 
-PASSES = [
+RIGHT = [
     # 5.1: any integer type, the same rule everywhere
     (check_scores_shape, (3, 4, 5, 7)),
     (check_scores_shape, [3, 4, 5, 7]),
@@ -96,39 +96,26 @@ PASSES = [
 ]
 
 
-@pytest.mark.parametrize("check, answer", PASSES)
-def test_correct_answers_pass(capsys, check, answer):
-    ok, out = verdict(capsys, check, answer)
-    assert ok and "✅" in out, out
+test_right_answers_pass = right_answers(RIGHT)
 
-
-VALUE_STUBS = [None, ...]  # what an untouched `answer = ...` cell hands in
-
-
-@pytest.mark.parametrize("check, stub", [(check_attention, stub) for stub in STUBS] + [
-    (check, stub) for check in (check_scores_shape, check_dot_product_variance) for stub in VALUE_STUBS] + [
+# A stub with one part still `...`.
+test_stubs_are_not_done = not_done_answers([
     (check_scores_shape, (3, 4, ..., 7)),
     (check_dot_product_variance, (..., 1)),
     (check_dot_product_variance, (256, ...)),
 ])
-def test_stub_is_not_done(capsys, check, stub):
-    ok, out = verdict(capsys, check, stub)
-    assert not ok and "还没完成" in out, out
 
-
-@pytest.mark.parametrize("check", CHECKERS)
-@pytest.mark.parametrize("garbage", [
-    "(3, 4, 5, 7)", "256, 1", 42, 3.5, object(), len, raise_value_error, {"a": 1},
+# Garbage only these exercises' checkers get (the generic garbage is in tests/test_exercises_common.py).
+GARBAGE = [
+    "(3, 4, 5, 7)", "256, 1", len, raise_value_error,
     (3.5, 4, 5, 7), (True, 4, 5, 7), (256,), (256, 1, 1), (256, "1"), (math.nan, 1), (256, math.inf),
     lambda q, k, v, mask=None: torch.full_like(q, math.nan),
     lambda q, k, v, mask=None: attention_reference(q, k, v, mask)[..., :2],
     lambda q, k, v, mask=None: attention_reference(q, k, v, mask).tolist(),
     lambda q, k, v, mask=None: attention_reference(q, k, v, mask).long(),
     lambda q, k, v: q,  # wrong signature
-])
-def test_garbage_gets_a_verdict(capsys, check, garbage):
-    ok, out = verdict(capsys, check, garbage)
-    assert not ok and "❌" in out, out
+]
+test_garbage_gets_a_verdict = wrong_answers(every(CHECKERS, GARBAGE))
 
 
 # ---------------------------------------------------------------- wrong answers, each named
@@ -195,7 +182,7 @@ def _forgot_return(q, k, v, mask=None):
 
 SHORTCUT = "不能调用现成的"
 
-FAILS = [
+WRONG = [
     # 5.1
     (check_scores_shape, (3, 4, 5, 16), ["weights @ V"]),
     (check_scores_shape, (3, 4, 7, 5), ["放反"]),
@@ -267,12 +254,7 @@ FAILS = [
 ]
 
 
-@pytest.mark.parametrize("check, answer, words", FAILS)
-def test_wrong_answers_are_named(capsys, check, answer, words):
-    ok, out = verdict(capsys, check, answer)
-    assert not ok and "❌" in out, out
-    for word in words:
-        assert word in out, (word, out)
+test_wrong_answers_are_named = wrong_answers(WRONG)
 
 
 def test_results_registry_lists_chapter():

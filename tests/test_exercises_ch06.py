@@ -1,15 +1,15 @@
 """Exercise checkers of chapter 06, table-driven: every correct style passes, stubs are "not done",
-every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
+every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error).
+The generic stub and garbage answers are tried on every checker in tests/test_exercises_common.py."""
 import math
 
 import numpy as np
-import pytest
 import torch
 
 import mha
 from mha.exercises import check_concat_shapes, check_head_from_concat, check_merge_heads, results
 from mha.steps import merge_heads as imported_merge_heads
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import every, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -30,7 +30,7 @@ def _merge_loop(x):
 
 CHECKERS = [check_concat_shapes, check_merge_heads, check_head_from_concat]
 
-PASSES = [
+RIGHT = [
     # 6.1: any integer type, the same rule everywhere
     (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 64))),
     (check_concat_shapes, [torch.Size([3, 5, 4, 16]), [3, 5, 64]]),
@@ -55,28 +55,17 @@ PASSES = [
 ]
 
 
-@pytest.mark.parametrize("check, answer", PASSES)
-def test_correct_answers_pass(capsys, check, answer):
-    ok, out = verdict(capsys, check, answer)
-    assert ok and "✅" in out, out
+test_right_answers_pass = right_answers(RIGHT)
 
-
-@pytest.mark.parametrize("check, stub", [(check, stub) for check in (check_merge_heads, check_head_from_concat)
-                                         for stub in STUBS] + [
-    (check_concat_shapes, None),
-    (check_concat_shapes, ...),
+test_stubs_are_not_done = not_done_answers([
     (check_concat_shapes, (..., ...)),
     (check_concat_shapes, ((..., ..., ..., ...), (..., ..., ...))),  # the stub cell as written
     (check_concat_shapes, ((3, 5, 4, 16), ...)),
 ])
-def test_stub_is_not_done(capsys, check, stub):
-    ok, out = verdict(capsys, check, stub)
-    assert not ok and "还没完成" in out, out
 
-
-@pytest.mark.parametrize("check", CHECKERS)
-@pytest.mark.parametrize("garbage", [
-    "(3, 5, 64)", 42, (3, 5, 64), ((3, 5, 4, 16),), ("a", "b"), ((3.5,), (1,)), object(), raise_value_error,
+# Garbage only these exercises' checkers get (the generic garbage is in tests/test_exercises_common.py).
+GARBAGE = [
+    "(3, 5, 64)", (3, 5, 64), ((3, 5, 4, 16),), ("a", "b"), ((3.5,), (1,)), raise_value_error,
     lambda *a: torch.full((2, 3, 4), math.nan),
     lambda x: merge_reference(x).long(),
     lambda x: merge_reference(x)[..., :-1],
@@ -84,10 +73,8 @@ def test_stub_is_not_done(capsys, check, stub):
     lambda c, i, h: head_reference(c, i, h)[0],
     lambda c, i, h: head_reference(c, i, h).tolist(),
     lambda: 1,
-])
-def test_garbage_gets_a_verdict(capsys, check, garbage):
-    ok, out = verdict(capsys, check, garbage)
-    assert not ok and "❌" in out, out
+]
+test_garbage_gets_a_verdict = wrong_answers(every(CHECKERS, GARBAGE))
 
 
 # ---------------------------------------------------------------- wrong answers, each named
@@ -122,7 +109,7 @@ def _forgot_return(*args):
 
 SHORTCUT = "不能调用现成的"
 
-FAILS = [
+WRONG = [
     # 6.1
     (check_concat_shapes, ((3, 4, 5, 16), (3, 5, 64)), ["交换第 1 轴"]),
     (check_concat_shapes, ((3, 4, 16, 5), (3, 5, 64)), ["transpose(2, 3)"]),
@@ -169,12 +156,7 @@ FAILS = [
 ]
 
 
-@pytest.mark.parametrize("check, answer, words", FAILS)
-def test_wrong_answers_are_named(capsys, check, answer, words):
-    ok, out = verdict(capsys, check, answer)
-    assert not ok and "❌" in out, out
-    for word in words:
-        assert word in out, (word, out)
+test_wrong_answers_are_named = wrong_answers(WRONG)
 
 
 def test_results_registry_lists_chapter():

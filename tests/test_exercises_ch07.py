@@ -1,35 +1,26 @@
-"""Exercise checkers of chapter 07: right answers in every style pass; stubs are "not done"; every wrong,
-forbidden or broken answer gets a verdict that names what happened (never the checker's own error)."""
+"""Exercise checkers of chapter 07, table-driven: right answers in every style pass; every wrong, forbidden
+or broken answer gets a verdict that names what happened (never the checker's own error). The stub answers
+of these exercises are the generic ones; they, and the generic garbage, are tried in
+tests/test_exercises_common.py."""
 import math
 
 import numpy as np
-import pytest
 import torch
 
 import mha
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
 from mha.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
 
 RIGHT = 512 * 512 + 512
 
 
 # ---------------------------------------------------------------- 7.1
-@pytest.mark.parametrize("answer", [
+RIGHT_7_1 = answers_for(check_w_o_params, [
     RIGHT, 262656.0, np.int64(RIGHT), np.int32(RIGHT), np.float64(RIGHT), torch.tensor(RIGHT), torch.tensor(262656.0),
     np.array(RIGHT), sum(p.numel() for p in torch.nn.Linear(512, 512).parameters()),
 ])
-def test_params_right(capsys, answer):
-    ok, out = verdict(capsys, check_w_o_params, answer)
-    assert ok and "✅" in out, out
 
-
-@pytest.mark.parametrize("stub", [None, ...])
-def test_params_stub(capsys, stub):
-    ok, out = verdict(capsys, check_w_o_params, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("answer, words", [
+WRONG_7_1 = mistakes_for(check_w_o_params, [
     (512 * 512, "忘了 bias"),
     (np.int64(512 * 512), "忘了 bias"),
     (8 * 64 * 64, "每个头各自一块"),
@@ -47,9 +38,6 @@ def test_params_stub(capsys, stub):
     (math.inf, "应该是整数"),
     (torch.tensor([RIGHT, 1]), "收到了 Tensor"),
 ])
-def test_params_wrong(capsys, answer, words):
-    ok, out = verdict(capsys, check_w_o_params, answer)
-    assert not ok and "❌" in out and words in out, out
 
 
 # ---------------------------------------------------------------- 7.2
@@ -71,7 +59,7 @@ def output_float64_inside(h, linear):  # renamed arguments, float64 inside
     return (concat @ linear.weight.double().T + linear.bias.double()).float()
 
 
-@pytest.mark.parametrize("fn", [
+RIGHT_7_2 = answers_for(check_output_from_heads, [
     output_reference,
     output_loop,
     output_float64_inside,
@@ -79,15 +67,6 @@ def output_float64_inside(h, linear):  # renamed arguments, float64 inside
     lambda heads, W_o: torch.einsum("bhld,ohd->blo", heads, W_o.weight.view(W_o.out_features, heads.shape[1], -1)) + W_o.bias,
     lambda heads, W_o: output_reference(heads, W_o).double(),  # a float64 answer
 ])
-def test_output_right(capsys, fn):
-    ok, out = verdict(capsys, check_output_from_heads, fn)
-    assert ok and "✅" in out, out
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_output_stub(capsys, stub):
-    ok, out = verdict(capsys, check_output_from_heads, stub)
-    assert not ok and "还没完成" in out
 
 
 def _mutating(heads, W_o):
@@ -114,7 +93,7 @@ def _no_return(heads, W_o):
     W_o(merge(heads))
 
 
-@pytest.mark.parametrize("fn, words", [
+WRONG_7_2 = mistakes_for(check_output_from_heads, [
     # named mistakes
     (lambda heads, W_o: merge(heads), "少了最终 Linear W^O"),
     (lambda heads, W_o: merge(heads) @ W_o.weight + W_o.bias, "没有转置"),
@@ -148,9 +127,6 @@ def _no_return(heads, W_o):
     ("W_o", "callable"),
     (42, "callable"),
 ])
-def test_output_wrong(capsys, fn, words):
-    ok, out = verdict(capsys, check_output_from_heads, fn)
-    assert not ok and "❌" in out and words in out, out
 
 
 # ---------------------------------------------------------------- 7.3
@@ -173,21 +149,12 @@ def contributions_float64(x, layer):  # renamed arguments, a float64 answer
     return torch.stack([x[:, i].double() @ W_O[i * d_k:(i + 1) * d_k] for i in range(x.shape[1])], dim=1)
 
 
-@pytest.mark.parametrize("fn", [
+RIGHT_7_3 = answers_for(check_head_contributions, [
     contributions_reference,
     contributions_einsum,
     contributions_float64,
     lambda heads, W_o: heads @ W_o.weight.T.reshape(heads.shape[1], heads.shape[3], -1),
 ])
-def test_contributions_right(capsys, fn):
-    ok, out = verdict(capsys, check_head_contributions, fn)
-    assert ok and "✅" in out, out
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_contributions_stub(capsys, stub):
-    ok, out = verdict(capsys, check_head_contributions, stub)
-    assert not ok and "还没完成" in out
 
 
 def _rows(heads, W_o):
@@ -216,7 +183,7 @@ def _no_grad_contributions(heads, W_o):
         return contributions_reference(heads, W_o)
 
 
-@pytest.mark.parametrize("fn, words", [
+WRONG_7_3 = mistakes_for(check_head_contributions, [
     (lambda heads, W_o: contributions_reference(heads, W_o) + W_o.bias, "都加了 bias"),
     (_rows, "行块"),
     (_same_block, "同一块"),
@@ -236,9 +203,9 @@ def _no_grad_contributions(heads, W_o):
     (lambda heads, W_o: contributions_reference(heads, W_o).int(), "dtype"),
     ("W_o", "callable"),
 ])
-def test_contributions_wrong(capsys, fn, words):
-    ok, out = verdict(capsys, check_head_contributions, fn)
-    assert not ok and "❌" in out and words in out, out
+
+test_right_answers_pass = right_answers(RIGHT_7_1, RIGHT_7_2, RIGHT_7_3)
+test_wrong_answers_are_named = wrong_answers(WRONG_7_1, WRONG_7_2, WRONG_7_3)
 
 
 def test_results_registry_lists_chapter():

@@ -1,16 +1,17 @@
-"""Chapter 8 checkers: right answers in every style pass; stubs are "not done"; every wrong, forbidden or
-broken answer gets a verdict that names what happened (never the checker's own error)."""
+"""Chapter 8 checkers, table-driven: right answers in every style pass; stubs are "not done"; every wrong,
+forbidden or broken answer gets a verdict that names what happened (never the checker's own error).
+The generic stub and garbage answers are tried on every checker in tests/test_exercises_common.py."""
 import copy
 import math
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import mha
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import (answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers,
+                              wrong_answers)
 from mha.exercises import check_layer_shapes, check_load_from_torch, check_my_multihead_attention, results
 
 
@@ -37,7 +38,7 @@ def shapes_by_running(B, L, S, d_model, n_heads):  # measure instead of reasonin
             "heads": sq.shape, "concat": q.shape, "output": layer(q, kv, kv).shape}
 
 
-@pytest.mark.parametrize("fn", [
+RIGHT_8_1 = answers_for(check_layer_shapes, [
     shapes_solution,
     shapes_by_running,  # torch.Size values
     lambda B, L, S, d, h: {k: list(v) for k, v in shapes_solution(B, L, S, d, h).items()},
@@ -47,18 +48,10 @@ def shapes_by_running(B, L, S, d_model, n_heads):  # measure instead of reasonin
     shapes_with(split_q=lambda B, L, S, d, h: (B, h, L, d / h), heads=lambda B, L, S, d, h: (B, h, L, d / h)),  # 64.0
     shapes_with(extra=(1, 2)),  # an extra key is fine
 ])
-def test_shapes_right(capsys, fn):
-    ok, out = verdict(capsys, check_layer_shapes, fn)
-    assert ok and "✅" in out, out
 
+NOT_DONE_8_1 = answers_for(check_layer_shapes, [shapes_with(scores=...)])
 
-@pytest.mark.parametrize("stub", STUBS + [shapes_with(scores=...)])
-def test_shapes_stub(capsys, stub):
-    ok, out = verdict(capsys, check_layer_shapes, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("fn, words", [
+WRONG_8_1 = mistakes_for(check_layer_shapes, [
     (shapes_with(scores=lambda B, L, S, d, h: (B, h, L, L)), "不是 Query 的长度 L"),
     (shapes_with(split_q=lambda B, L, S, d, h: (B, L, h, d // h)), "transpose(1, 2)"),
     (shapes_with(heads=lambda B, L, S, d, h: (B, h, L, d)), "每个头只有 d_k"),
@@ -76,9 +69,6 @@ def test_shapes_stub(capsys, stub):
     (raise_value_error, "ValueError: boom"),
     ("text", "callable"),
 ])
-def test_shapes_wrong(capsys, fn, words):
-    ok, out = verdict(capsys, check_layer_shapes, fn)
-    assert not ok and "❌" in out and words in out, out
 
 
 # ---------------------------------------------------------------- 8.2 loading weights
@@ -116,16 +106,7 @@ def load_state_dict_style(ours, reference):
     ours.load_state_dict(state)
 
 
-@pytest.mark.parametrize("fn", [load_solution, load_chunks_returning, load_state_dict_style])
-def test_load_right(capsys, fn):
-    ok, out = verdict(capsys, check_load_from_torch, fn)
-    assert ok and "✅" in out, out
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_load_stub(capsys, stub):
-    ok, out = verdict(capsys, check_load_from_torch, stub)
-    assert not ok and "还没完成" in out
+RIGHT_8_2 = answers_for(check_load_from_torch, [load_solution, load_chunks_returning, load_state_dict_style])
 
 
 def load_transposed(ours, reference):
@@ -184,7 +165,7 @@ def load_as_float32(ours, reference):
     ours.W_k.weight.data = ours.W_k.weight.data.float()
 
 
-@pytest.mark.parametrize("fn, words", [
+WRONG_8_2 = mistakes_for(check_load_from_torch, [
     (load_transposed, "转置"),
     (load_kqv, "顺序弄错"),
     (load_no_bias, "偏置"),
@@ -201,9 +182,6 @@ def load_as_float32(ours, reference):
     ("text", "callable"),
     (nn.Linear, "TypeError"),
 ])
-def test_load_wrong(capsys, fn, words):
-    ok, out = verdict(capsys, check_load_from_torch, fn)
-    assert not ok and "❌" in out and words in out, out
 
 
 # ---------------------------------------------------------------- 8.3 the whole layer
@@ -322,11 +300,8 @@ class Float64MHA(nn.Module):
         return self.inner(Q, K, V, mask)
 
 
-@pytest.mark.parametrize("cls", [make_class(), make_class(minus_inf=True), make_class(dropout=0.1),
-                                 EinsumMHA, LoopMHA, Float64MHA])
-def test_layer_right(capsys, cls):
-    ok, out = verdict(capsys, check_my_multihead_attention, cls)
-    assert ok and "✅" in out, out
+RIGHT_8_3 = answers_for(check_my_multihead_attention, [
+    make_class(), make_class(minus_inf=True), make_class(dropout=0.1), EinsumMHA, LoopMHA, Float64MHA])
 
 
 class StubInit(nn.Module):
@@ -347,10 +322,7 @@ class StubForward(nn.Module):
         raise NotImplementedError
 
 
-@pytest.mark.parametrize("stub", [None, ..., StubInit, StubForward])
-def test_layer_stub(capsys, stub):
-    ok, out = verdict(capsys, check_my_multihead_attention, stub)
-    assert not ok and "还没完成" in out
+NOT_DONE_8_3 = answers_for(check_my_multihead_attention, [StubInit, StubForward])
 
 
 # ---- shortcuts
@@ -374,13 +346,8 @@ class WrapsTorch(nn.Module):
         return self.inner(Q, K, V, need_weights=False)[0]
 
 
-class WrapsTorchLazily(nn.Module):
-    """Builds nn.MultiheadAttention only in forward, from its own weights."""
-
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.n_heads = n_heads
-        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+class WrapsTorchLazily(LoopMHA):
+    """Builds nn.MultiheadAttention only in forward, from its own weights (the four Linears of LoopMHA)."""
 
     def forward(self, Q, K, V, mask=None):
         inner = nn.MultiheadAttention(Q.shape[-1], self.n_heads, batch_first=True, dtype=Q.dtype)
@@ -401,7 +368,7 @@ class WrapsOurs(nn.Module):
         return self.inner(Q, K, V, mask)
 
 
-@pytest.mark.parametrize("cls, words", [
+SHORTCUTS_8_3 = mistakes_for(check_my_multihead_attention, [
     (mha.MultiHeadAttention, "这道题要你自己实现，不能直接用现成的 mha.MultiHeadAttention（你交上来的类就是它）"),
     (SubclassOfOurs, "不能直接用现成的 mha.MultiHeadAttention（你交上来的类继承了它）"),
     (nn.MultiheadAttention, "不能直接用现成的 nn.MultiheadAttention（你交上来的类就是它）"),
@@ -415,9 +382,6 @@ class WrapsOurs(nn.Module):
     (make_class(mha_step="attention"), "不能调用现成的 mha.steps.scaled_dot_product_attention"),
     (make_class(mha_step="merge"), "不能调用现成的 mha.steps.merge_heads"),
 ])
-def test_layer_shortcut(capsys, cls, words):
-    ok, out = verdict(capsys, check_my_multihead_attention, cls)
-    assert not ok and "❌" in out and words in out, out
 
 
 # ---- wrong layers
@@ -471,7 +435,7 @@ class DetachesWeights(nn.Module):
         return out.detach() + (Q.sum() * 0) + (K.sum() * 0) + (V.sum() * 0)
 
 
-@pytest.mark.parametrize("cls, words", [
+WRONG_8_3 = mistakes_for(check_my_multihead_attention, [
     (make_class(scale=False), "√d_k"),
     (make_class(softmax_dim=-2), "softmax 的轴错了"),
     (make_class(transpose_split=False), "没有先 view 成 (B, L, h, d_k) 再 transpose"),
@@ -496,18 +460,16 @@ class DetachesWeights(nn.Module):
     ("text", "类本身"),
     (42, "类本身"),
 ])
-def test_layer_wrong(capsys, cls, words):
-    ok, out = verdict(capsys, check_my_multihead_attention, cls)
-    assert not ok and "❌" in out and words in out, out
 
 
-# ---------------------------------------------------------------- all three
-@pytest.mark.parametrize("check", [check_layer_shapes, check_load_from_torch, check_my_multihead_attention])
-@pytest.mark.parametrize("garbage", ["text", 42, [1, 2], lambda *a: float("nan"), lambda *a: 1 / 0,
-                                     lambda *a: torch.full((2, 2), float("nan")), nn.Linear])
-def test_garbage_never_raises(check, garbage, capsys):
-    ok, out = verdict(capsys, check, garbage)
-    assert ok is False and "❌" in out
+# ---------------------------------------------------------------- the tables, run
+test_right_answers_pass = right_answers(RIGHT_8_1, RIGHT_8_2, RIGHT_8_3)
+test_stubs_are_not_done = not_done_answers(NOT_DONE_8_1, NOT_DONE_8_3)
+test_wrong_answers_are_named = wrong_answers(WRONG_8_1, WRONG_8_2, SHORTCUTS_8_3, WRONG_8_3)
+# Garbage only these exercises' checkers get (the generic garbage is in tests/test_exercises_common.py).
+test_garbage_never_raises = wrong_answers(every(
+    [check_layer_shapes, check_load_from_torch, check_my_multihead_attention],
+    [[1, 2], lambda *a: float("nan"), lambda *a: 1 / 0, lambda *a: torch.full((2, 2), float("nan")), nn.Linear]))
 
 
 def test_results_registry_lists_chapter():

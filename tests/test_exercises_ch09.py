@@ -1,6 +1,7 @@
 """Chapter 09 checkers, table-driven: every right answer style passes, stubs are "not done",
 every wrong or forbidden answer fails with a verdict that names it, nothing reaches the
-checker's own error branch (``verdict`` asserts that)."""
+checker's own error branch (``verdict`` asserts that). The generic stub and garbage answers are
+tried on every checker in tests/test_exercises_common.py."""
 import math
 
 import numpy as np
@@ -11,18 +12,12 @@ from torch import nn
 
 import mha
 from mha.exercises import check_middle_widths, check_one_head_weights, check_padding_mask
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import (RETURNED_GARBAGE, answers_for, every, fails_with, mistakes_for, not_done_answers,
+                              passes, raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs,
+                              shape_styles, shapes_changed, shapes_mapped, shapes_without, wrong_answers)
 
 SHORTCUT = "不能调用现成的"
 MUTATED = "修改了输入"
-
-
-def run(capsys, check, answer, ok, needles=()):
-    got, out = verdict(capsys, check, answer)
-    assert got is ok, out
-    assert ("✅" if ok else ("⏳" if "还没完成" in needles else "❌")) in out, out
-    for needle in needles:
-        assert needle in out, out
 
 
 # ---------------------------------------------------------------- 9.1 padding mask
@@ -45,15 +40,15 @@ def pad_mutates(ids, pad_id):
     return (ids != -1)[:, None, None, :]
 
 
-PAD_RIGHT = [
+PAD_RIGHT = answers_for(check_padding_mask, [
     pad_ok,
     lambda ids, p: (ids != p).unsqueeze(1).unsqueeze(2),
     lambda ids, p: ids.ne(p).view(ids.shape[0], 1, 1, ids.shape[1]),
     lambda ids, p: ~(ids == p).reshape(ids.shape[0], 1, 1, -1),
     pad_loop,
-]
+])
 
-PAD_WRONG = [  # (answer, words the verdict must contain)
+PAD_WRONG = mistakes_for(check_padding_mask, [  # (answer, words the verdict must contain)
     (lambda ids, p: (ids == p)[:, None, None, :], ["极性反了"]),
     (lambda ids, p: (ids > p)[:, None, None, :], ["token_ids > pad_id", "!="]),
     (lambda ids, p: (ids < p)[:, None, None, :], ["token_ids < pad_id", "!="]),
@@ -71,7 +66,7 @@ PAD_WRONG = [  # (answer, words the verdict must contain)
     (pad_mutates, [MUTATED, "参数 ids"]),
     (lambda ids, p: None, ["返回了 None", "return"]),
     (raise_value_error, ["ValueError: boom"]),
-]
+])
 
 
 # ---------------------------------------------------------------- 9.2 one head's weights
@@ -191,9 +186,10 @@ def w_torch_mha(q, k, head, n, m):
     return weights_ok(q, k, head, n, m)
 
 
-WEIGHTS_RIGHT = [weights_ok, weights_einsum_view, weights_float64, weights_loop, weights_where]
+WEIGHTS_RIGHT = answers_for(check_one_head_weights,
+                            [weights_ok, weights_einsum_view, weights_float64, weights_loop, weights_where])
 
-WEIGHTS_WRONG = [
+WEIGHTS_WRONG = mistakes_for(check_one_head_weights, [
     (w_no_scale, ["忘了除以 √d_k"]),
     (w_dmodel_scale, ["√d_model"]),
     (w_axis0, ["softmax 的轴错了"]),
@@ -217,7 +213,7 @@ WEIGHTS_WRONG = [
     (w_sdpa, [SHORTCUT, "F.scaled_dot_product_attention"]),
     (w_torch_mha, [SHORTCUT, "nn.MultiheadAttention"]),
     (lambda *a: None, ["返回了 None"]),
-]
+])
 
 
 # ---------------------------------------------------------------- 9.3 middle widths
@@ -234,21 +230,16 @@ def widths_ok(B, L, d_model, n_heads, d_k, d_v):
 
 def widths_map(convert, keys=None):
     """The right answer with some shapes written another way."""
-    def fn(*args):
-        out = widths_ok(*args)
-        return {k: (convert(v) if keys is None or k in keys else v) for k, v in out.items()}
-    return fn
+    return shapes_mapped(widths_ok, convert, keys)
+
+
+def _widths_sizes(B, L, d_model, n_heads, d_k, d_v):
+    return dict(B=B, L=L, d_model=d_model, h=n_heads, d_k=d_k, d_v=d_v,
+                hd_k=n_heads * d_k, hd_v=n_heads * d_v, d_model_h=d_model // n_heads)
 
 
 def widths_with(**changes):
-    def fn(B, L, d_model, n_heads, d_k, d_v):
-        out = widths_ok(B, L, d_model, n_heads, d_k, d_v)
-        env = dict(B=B, L=L, d_model=d_model, h=n_heads, d_k=d_k, d_v=d_v,
-                   hd_k=n_heads * d_k, hd_v=n_heads * d_v, d_model_h=d_model // n_heads)
-        for key, template in changes.items():
-            out[key] = tuple(env[n] if isinstance(n, str) else n for n in template)
-        return out
-    return fn
+    return shapes_changed(widths_ok, _widths_sizes, **changes)
 
 
 def widths_by_running_mha(B, L, d_model, n_heads, d_k, d_v):
@@ -257,24 +248,14 @@ def widths_by_running_mha(B, L, d_model, n_heads, d_k, d_v):
     return out
 
 
-def widths_missing(*args):
-    out = widths_ok(*args)
-    del out["concat"]
-    return out
-
-
-WIDTHS_RIGHT = [
+WIDTHS_RIGHT = answers_for(check_middle_widths, [
     widths_ok,
-    widths_map(list, ["scores"]),
-    widths_map(torch.Size, ["output"]),
-    widths_map(lambda s: tuple(np.int64(n) for n in s)),  # numpy integers
+    *shape_styles(widths_ok, "scores"),
     widths_map(np.array),  # a 1-d numpy array of ints
-    widths_map(lambda s: tuple(torch.tensor(n) for n in s)),  # 0-d torch integers
-    widths_map(lambda s: tuple(float(n) for n in s)),  # integral floats count as integers everywhere
     lambda B, L, d_model, n_heads, d_k, d_v: {**widths_ok(B, L, d_model, n_heads, d_k, d_v), "extra": "ignored"},
-]
+])
 
-WIDTHS_WRONG = [
+WIDTHS_WRONG = mistakes_for(check_middle_widths, [
     (widths_with(concat=("B", "L", "d_model")), ["h·d_v"]),
     (widths_with(q_proj=("B", "L", "d_model")), ["h·d_k"]),
     (widths_with(v=("B", "h", "L", "d_k"), heads=("B", "h", "L", "d_k")), ["不是 d_k"]),
@@ -284,7 +265,7 @@ WIDTHS_WRONG = [
     (widths_with(k=("B", "L", "h", "d_k")), ["transpose"]),
     (lambda B, L, d, h, d_k, d_v: widths_ok(B, L, d, h, d // h, d // h), ['shapes["q_proj"]']),  # standard widths only
     (lambda *a: widths_ok(1, 4, 6, 2, 2, 4), ["B=2"]),  # a fixed answer
-    (widths_missing, ["缺少", "concat"]),
+    (shapes_without(widths_ok, "concat"), ["缺少", "concat"]),
     (widths_map(lambda s: None, ["heads"]), ['shapes["heads"]', "是 None"]),
     (widths_map(lambda s: (s[0] + 0.5,) + s[1:], ["v"]), ['shapes["v"]', "应该是整数"]),
     (widths_map(lambda s: (True,) + s[1:], ["v"]), ["布尔值"]),
@@ -293,69 +274,17 @@ WIDTHS_WRONG = [
     (widths_by_running_mha, [SHORTCUT, "mha.steps.split_heads"]),
     (lambda *a: [widths_ok(*a)], ["dict"]),
     (lambda *a: None, ["返回了 None"]),
-]
-
-WIDTHS_STUBS = STUBS + [lambda *a: {k: ... for k in widths_ok(1, 1, 2, 1, 1, 1)},
-                        widths_map(lambda s: ..., ["output"])]
+])
 
 
 # ---------------------------------------------------------------- the tables, run
-
-RIGHT = ([(check_padding_mask, fn) for fn in PAD_RIGHT]
-         + [(check_one_head_weights, fn) for fn in WEIGHTS_RIGHT]
-         + [(check_middle_widths, fn) for fn in WIDTHS_RIGHT])
-
-WRONG = ([(check_padding_mask, fn, words) for fn, words in PAD_WRONG]
-         + [(check_one_head_weights, fn, words) for fn, words in WEIGHTS_WRONG]
-         + [(check_middle_widths, fn, words) for fn, words in WIDTHS_WRONG])
-
-NOT_DONE = ([(check_padding_mask, s) for s in STUBS] + [(check_one_head_weights, s) for s in STUBS]
-            + [(check_middle_widths, s) for s in WIDTHS_STUBS])
-
-GARBAGE = [
-    "a string",
-    42,
-    lambda *a: float("nan"),
-    lambda *a: torch.full((4, 4), float("nan")),
-    lambda *a: torch.zeros(2, 2, dtype=torch.int8),
-    lambda *a: torch.zeros(7, dtype=torch.complex64),
-    lambda *a: torch.zeros(7),
-    lambda *a: np.zeros((1, 1, 1, 4), dtype=bool),
-    lambda *a: "not a tensor",
-    lambda *a: (torch.zeros(1), torch.zeros(1)),
-    lambda *a: {"q": "x"},
-    lambda *a: {k: (1.5, 2) for k in widths_ok(1, 1, 2, 1, 1, 1)},
-    lambda *a: {k: None for k in widths_ok(1, 1, 2, 1, 1, 1)},
-    lambda *a: {k: ((1, 2), 3) for k in widths_ok(1, 1, 2, 1, 1, 1)},
-    lambda: None,  # wrong number of arguments
-]
-
-
-def _name(value):
-    return getattr(value, "__name__", None) or repr(value)[:30]
-
-
-@pytest.mark.parametrize("check, answer", RIGHT, ids=[f"{c.exercise_id}-{_name(a)}-{i}" for i, (c, a) in enumerate(RIGHT)])
-def test_right_answers_pass(capsys, check, answer):
-    run(capsys, check, answer, True)
-
-
-@pytest.mark.parametrize("check, answer", NOT_DONE, ids=[f"{c.exercise_id}-{i}" for i, (c, _) in enumerate(NOT_DONE)])
-def test_stubs_are_not_done(capsys, check, answer):
-    run(capsys, check, answer, False, ["还没完成"])
-
-
-@pytest.mark.parametrize("check, answer, words", WRONG,
-                         ids=[f"{c.exercise_id}-{'+'.join(w)}-{i}" for i, (c, _, w) in enumerate(WRONG)])
-def test_wrong_answers_are_named(capsys, check, answer, words):
-    run(capsys, check, answer, False, words)
-
-
-@pytest.mark.parametrize("check", [check_padding_mask, check_one_head_weights, check_middle_widths])
-@pytest.mark.parametrize("garbage", GARBAGE, ids=[f"garbage-{i}" for i in range(len(GARBAGE))])
-def test_garbage_gets_a_verdict(capsys, check, garbage):
-    ok, out = verdict(capsys, check, garbage)
-    assert not ok and "❌" in out, out
+test_right_answers_pass = right_answers(PAD_RIGHT, WEIGHTS_RIGHT, WIDTHS_RIGHT)
+test_wrong_answers_are_named = wrong_answers(PAD_WRONG, WEIGHTS_WRONG, WIDTHS_WRONG)
+# The stub and garbage answers of these exercises beyond the generic ones (tests/test_exercises_common.py).
+test_stubs_are_not_done = not_done_answers(answers_for(check_middle_widths,
+                                                      shape_dict_stubs(widths_ok, 1, 1, 2, 1, 1, 1)))
+test_garbage_gets_a_verdict = wrong_answers(every([check_padding_mask, check_one_head_weights, check_middle_widths],
+                                                  RETURNED_GARBAGE + shape_dict_garbage(widths_ok, 1, 1, 2, 1, 1, 1)))
 
 
 def test_one_head_weights_on_the_worked_example():
@@ -380,4 +309,7 @@ def test_one_head_weights_with_autograd_off(capsys, answer, ok):
     """Chapter 9 turns autograd off globally (torch.set_grad_enabled(False)); the checker turns it back
     on for the student's code, so right answers still pass and a detached answer still fails."""
     with torch.set_grad_enabled(False):
-        run(capsys, check_one_head_weights, answer, ok, [] if ok else ["梯度"])
+        if ok:
+            passes(capsys, check_one_head_weights, answer)
+        else:
+            fails_with(capsys, check_one_head_weights, answer, "梯度")

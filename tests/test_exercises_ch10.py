@@ -1,25 +1,19 @@
 """Chapter 10 checkers, table-driven: every right answer style passes, stubs are "not done",
 every wrong or forbidden answer fails with a verdict that names it, nothing reaches the
-checker's own error branch (``verdict`` asserts that)."""
+checker's own error branch (``verdict`` asserts that). The generic stub and garbage answers are
+tried on every checker in tests/test_exercises_common.py."""
 import numpy as np
-import pytest
 import torch
 from torch import nn
 
 import mha
 from mha.exercises import check_causal_mask, check_combine_masks, check_cross_attention_shapes
-from exercise_support import STUBS, raise_value_error, verdict
+from exercise_support import (RETURNED_GARBAGE, answers_for, every, mistakes_for, not_done_answers,
+                              raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs, shape_styles,
+                              shapes_changed, shapes_mapped, shapes_without, wrong_answers)
 
 SHORTCUT = "不能调用现成的"
 MUTATED = "修改了输入"
-
-
-def run(capsys, check, answer, ok, needles=()):
-    got, out = verdict(capsys, check, answer)
-    assert got is ok, out
-    assert ("✅" if ok else ("⏳" if "还没完成" in needles else "❌")) in out, out
-    for needle in needles:
-        assert needle in out, out
 
 
 # ---------------------------------------------------------------- 10.1 causal mask
@@ -40,16 +34,16 @@ def causal_loop(L):
     return m
 
 
-CAUSAL_RIGHT = [
+CAUSAL_RIGHT = answers_for(check_causal_mask, [
     causal_ok,
     causal_arange,
     causal_loop,
     lambda L: torch.tril(torch.ones(L, L)).bool(),
     lambda L: ~torch.ones(L, L, dtype=torch.bool).triu(1),
     lambda L: torch.ones(L, L, dtype=torch.bool).tril().contiguous().view(L, L),
-]
+])
 
-CAUSAL_WRONG = [
+CAUSAL_WRONG = mistakes_for(check_causal_mask, [
     (lambda L: torch.ones(L, L, dtype=torch.bool).triu(), ["上三角"]),
     (lambda L: torch.ones(L, L, dtype=torch.bool).triu(1), ["极性反了"]),
     (lambda L: torch.ones(L, L, dtype=torch.bool).tril(-1), ["对角线"]),
@@ -64,7 +58,7 @@ CAUSAL_WRONG = [
     (lambda L: mha.causal_mask(L, L).clone(), [SHORTCUT, "causal_mask"]),
     (lambda L: None, ["返回了 None"]),
     (raise_value_error, ["ValueError: boom"]),
-]
+])
 
 
 # ---------------------------------------------------------------- 10.2 padding & causal
@@ -119,7 +113,7 @@ def combine_via_mha(pad, causal):
     return mha.masks.normalize_mask(pad & causal, B, 1, causal.shape[0], S)
 
 
-COMBINE_RIGHT = [
+COMBINE_RIGHT = answers_for(check_combine_masks, [
     combine_ok,
     lambda pad, causal: pad * causal,  # bool * bool stays bool
     lambda pad, causal: torch.logical_and(pad, causal),
@@ -127,9 +121,9 @@ COMBINE_RIGHT = [
     combine_expand,
     combine_loop,
     combine_logical_and_,
-]
+])
 
-COMBINE_WRONG = [
+COMBINE_WRONG = mistakes_for(check_combine_masks, [
     (lambda pad, causal: pad | causal, ["“或”"]),
     (lambda pad, causal: ~(pad & causal), ["极性反了"]),
     (lambda pad, causal: causal.expand(pad.shape[0], 1, *causal.shape).clone(), ["只用了因果掩码"]),
@@ -146,7 +140,7 @@ COMBINE_WRONG = [
     (combine_via_mha, [SHORTCUT, "mha.masks.normalize_mask"]),
     (lambda pad, causal: None, ["返回了 None"]),
     (raise_value_error, ["ValueError: boom"]),
-]
+])
 
 
 # ---------------------------------------------------------------- 10.3 cross-attention shapes
@@ -166,21 +160,15 @@ def shapes_ok(B, L, S, d_model, n_heads):
 
 
 def shapes_map(convert, keys=None):
-    def fn(*args):
-        out = shapes_ok(*args)
-        return {k: (convert(v) if keys is None or k in keys else v) for k, v in out.items()}
-    return fn
+    return shapes_mapped(shapes_ok, convert, keys)
+
+
+def _shapes_sizes(B, L, S, d_model, n_heads):
+    return dict(B=B, L=L, S=S, d_model=d_model, h=n_heads, d_k=d_model // n_heads)
 
 
 def shapes_with(**changes):
-    def fn(B, L, S, d_model, n_heads):
-        d_k = d_model // n_heads
-        env = dict(B=B, L=L, S=S, d_model=d_model, h=n_heads, d_k=d_k)
-        out = shapes_ok(B, L, S, d_model, n_heads)
-        for key, template in changes.items():
-            out[key] = tuple(env[name] if isinstance(name, str) else name for name in template)
-        return out
-    return fn
+    return shapes_changed(shapes_ok, _shapes_sizes, **changes)
 
 
 def shapes_by_running_mha(B, L, S, d_model, n_heads):
@@ -197,23 +185,13 @@ def shapes_by_running_torch(B, L, S, d_model, n_heads):
     return out
 
 
-def shapes_missing(*args):
-    out = shapes_ok(*args)
-    del out["heads"]
-    return out
-
-
-SHAPES_RIGHT = [
+SHAPES_RIGHT = answers_for(check_cross_attention_shapes, [
     shapes_ok,
-    shapes_map(list, ["mask"]),
-    shapes_map(torch.Size, ["output"]),
-    shapes_map(lambda s: tuple(np.int64(n) for n in s)),  # numpy integers
-    shapes_map(lambda s: tuple(torch.tensor(n) for n in s)),  # 0-d torch integers
-    shapes_map(lambda s: tuple(float(n) for n in s)),  # integral floats count as integers everywhere
+    *shape_styles(shapes_ok, "mask"),
     lambda b, l, s, d, h: shapes_ok(b, l, s, d, h),  # renamed arguments
-]
+])
 
-SHAPES_WRONG = [
+SHAPES_WRONG = mistakes_for(check_cross_attention_shapes, [
     (shapes_with(scores=("B", "h", "L", "L"), weights=("B", "h", "L", "L")), ["不是方阵"]),
     (shapes_with(scores=("B", "h", "S", "L")), ["行是 query"]),
     (shapes_with(weights=("B", "L", "S")), ["头的轴 h"]),
@@ -231,7 +209,7 @@ SHAPES_WRONG = [
     (shapes_with(mask=("B", "S")), ['shapes["mask"]', "(B, 1, 1, S)"]),
     (shapes_with(mask=(1, 1, 1, "S")), ['shapes["mask"]', "应该是"]),
     (lambda *a: shapes_ok(2, 3, 5, 8, 2), ["B=1"]),  # a fixed answer
-    (shapes_missing, ["缺少", "heads"]),
+    (shapes_without(shapes_ok, "heads"), ["缺少", "heads"]),
     (shapes_map(lambda s: None, ["weights"]), ['shapes["weights"]', "是 None"]),
     (shapes_map(lambda s: (s[0] + 0.5,) + s[1:], ["k"]), ['shapes["k"]', "应该是整数"]),
     (shapes_map(lambda s: (np.bool_(True),) + s[1:], ["k"]), ["布尔值"]),
@@ -239,68 +217,18 @@ SHAPES_WRONG = [
     (shapes_by_running_mha, [SHORTCUT, "mha.layer.MultiHeadAttention"]),
     (shapes_by_running_torch, [SHORTCUT, "nn.MultiheadAttention"]),
     (lambda *a: None, ["返回了 None"]),
-]
-
-SHAPES_STUBS = STUBS + [lambda *a: {k: ... for k in shapes_ok(1, 1, 1, 2, 1)}, shapes_map(lambda s: ..., ["output"])]
+])
 
 
 # ---------------------------------------------------------------- the tables, run
-
-RIGHT = ([(check_causal_mask, fn) for fn in CAUSAL_RIGHT]
-         + [(check_combine_masks, fn) for fn in COMBINE_RIGHT]
-         + [(check_cross_attention_shapes, fn) for fn in SHAPES_RIGHT])
-
-WRONG = ([(check_causal_mask, fn, words) for fn, words in CAUSAL_WRONG]
-         + [(check_combine_masks, fn, words) for fn, words in COMBINE_WRONG]
-         + [(check_cross_attention_shapes, fn, words) for fn, words in SHAPES_WRONG])
-
-NOT_DONE = ([(check_causal_mask, s) for s in STUBS] + [(check_combine_masks, s) for s in STUBS]
-            + [(check_cross_attention_shapes, s) for s in SHAPES_STUBS])
-
-GARBAGE = [
-    "a string",
-    42,
-    lambda *a: float("nan"),
-    lambda *a: torch.full((4, 4), float("nan")),
-    lambda *a: torch.zeros(2, 2, dtype=torch.int8),
-    lambda *a: torch.zeros(4, 4, dtype=torch.complex64),
-    lambda *a: torch.zeros(7),
-    lambda *a: np.tril(np.ones((4, 4), dtype=bool)),
-    lambda *a: "not a tensor",
-    lambda *a: {"q": "x"},
-    lambda *a: {k: "x" for k in shapes_ok(1, 1, 1, 2, 1)},
-    lambda *a: {k: (1.5, 2) for k in shapes_ok(1, 1, 1, 2, 1)},
-    lambda *a: {k: None for k in shapes_ok(1, 1, 1, 2, 1)},
-    lambda *a: (torch.zeros(1), torch.zeros(1)),
-    lambda: None,  # wrong number of arguments
-]
-
-
-def _name(value):
-    return getattr(value, "__name__", None) or repr(value)[:30]
-
-
-@pytest.mark.parametrize("check, answer", RIGHT, ids=[f"{c.exercise_id}-{_name(a)}-{i}" for i, (c, a) in enumerate(RIGHT)])
-def test_right_answers_pass(capsys, check, answer):
-    run(capsys, check, answer, True)
-
-
-@pytest.mark.parametrize("check, answer", NOT_DONE, ids=[f"{c.exercise_id}-{i}" for i, (c, _) in enumerate(NOT_DONE)])
-def test_stubs_are_not_done(capsys, check, answer):
-    run(capsys, check, answer, False, ["还没完成"])
-
-
-@pytest.mark.parametrize("check, answer, words", WRONG,
-                         ids=[f"{c.exercise_id}-{'+'.join(w)}-{i}" for i, (c, _, w) in enumerate(WRONG)])
-def test_wrong_answers_are_named(capsys, check, answer, words):
-    run(capsys, check, answer, False, words)
-
-
-@pytest.mark.parametrize("check", [check_causal_mask, check_combine_masks, check_cross_attention_shapes])
-@pytest.mark.parametrize("garbage", GARBAGE, ids=[f"garbage-{i}" for i in range(len(GARBAGE))])
-def test_garbage_gets_a_verdict(capsys, check, garbage):
-    ok, out = verdict(capsys, check, garbage)
-    assert not ok and "❌" in out, out
+test_right_answers_pass = right_answers(CAUSAL_RIGHT, COMBINE_RIGHT, SHAPES_RIGHT)
+test_wrong_answers_are_named = wrong_answers(CAUSAL_WRONG, COMBINE_WRONG, SHAPES_WRONG)
+# The stub and garbage answers of these exercises beyond the generic ones (tests/test_exercises_common.py).
+test_stubs_are_not_done = not_done_answers(answers_for(check_cross_attention_shapes,
+                                                      shape_dict_stubs(shapes_ok, 1, 1, 1, 2, 1)))
+test_garbage_gets_a_verdict = wrong_answers(every(
+    [check_causal_mask, check_combine_masks, check_cross_attention_shapes],
+    RETURNED_GARBAGE + shape_dict_garbage(shapes_ok, 1, 1, 1, 2, 1)))
 
 
 def test_combine_tries_non_square_masks():
