@@ -92,12 +92,16 @@ def test_kv_cache_chunks_use_bottom_right_mask(fused, need_weights):
         torch.testing.assert_close(rest[1], w_full[:, :, 4:], **TOL)
 
 
+def split_qkv(B, h, L, S, d_k=4):
+    """Random already-split q (B, h, L, d_k), k and v (B, h, S, d_k), float64."""
+    torch.manual_seed(0)
+    return (torch.randn(B, h, L, d_k, dtype=torch.float64), torch.randn(B, h, S, d_k, dtype=torch.float64),
+            torch.randn(B, h, S, d_k, dtype=torch.float64))
+
+
 def test_torch_is_causal_would_align_top_left():
     """Why L != S builds causal_mask(L, S): torch's is_causal hides keys the new queries must see."""
-    torch.manual_seed(0)
-    q = torch.randn(1, 2, 2, 4, dtype=torch.float64)  # (B, h, L, d_k)
-    k = torch.randn(1, 2, 6, 4, dtype=torch.float64)  # (B, h, S, d_k)
-    v = torch.randn(1, 2, 6, 4, dtype=torch.float64)
+    q, k, v = split_qkv(1, 2, L=2, S=6)
     ours = steps.fused_attention(q, k, v, is_causal=True)
     bottom_right = steps.fused_attention(q, k, v, mask=mha.causal_mask(2, 6))
     top_left = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -183,10 +187,7 @@ def test_grouped_query_attention_is_causal(fused, need_weights):
 
 
 def test_fused_attention_function():
-    torch.manual_seed(0)
-    q = torch.randn(2, 3, 5, 4, dtype=torch.float64)  # (B, h, L, d_k)
-    k = torch.randn(2, 3, 5, 4, dtype=torch.float64)  # (B, h, S, d_k)
-    v = torch.randn(2, 3, 5, 4, dtype=torch.float64)
+    q, k, v = split_qkv(2, 3, L=5, S=5)
     out = steps.fused_attention(q, k, v, is_causal=True)
     ref, _ = steps.scaled_dot_product_attention(q, k, v, mha.causal_mask(5))
     torch.testing.assert_close(out, ref, **TOL)
