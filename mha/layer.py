@@ -92,7 +92,7 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None,
-                *, is_causal: bool = False, need_weights: bool = False, cache=None):
+                *, is_causal: bool = False, need_weights: bool = False):
         """The six steps.
 
         Args:
@@ -111,8 +111,6 @@ class MultiHeadAttention(nn.Module):
             output (B, L, d_model); with ``need_weights=True`` the tuple
             ``(output, weights)``, weights (B, h, L, S).
         """
-        if cache is not None:  # TRANSITIONAL (removed once mha.numerals calls decode): use layer.decode
-            return self.decode(query, key, value, cache, mask, is_causal=is_causal, need_weights=need_weights)
         mask = self._check(query, key, value, mask, is_causal)
         # Step 2: three Linear projections
         q = self.W_q(query)  # (B, L, d_model)

@@ -20,3 +20,10 @@ from .ch10 import *  # noqa: F401,F403
 _CHAPTERS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10)
 
 __all__ = ["summary", "results"] + [name for module in _CHAPTERS for name in module.__all__]
+
+# Chapter 13, the trained numeral Transformer
+from . import ch13  # noqa: E402
+from .ch13 import *  # noqa: F401,F403,E402
+
+_CHAPTERS += (ch13,)
+__all__ += ch13.__all__

@@ -1,0 +1,69 @@
+"""``python -m mha.numerals``: Chinese numerals to Arabic digits with the shipped Transformer.
+
+    python -m mha.numerals 两千零二十六 三万零五百     # one answer per argument
+    printf '十二\\n九千九百九十九万\\n' | python -m mha.numerals   # one answer per input line
+
+Each input gives exactly one output line: the digits the model writes, or
+``error: ...`` when the input is not a numeral under the course's reading rules
+(empty line, unknown characters, a non-standard reading); the other lines are
+still converted. The exit status is 1 when any input was invalid, else 0.
+The model does the conversion; :func:`mha.numerals.parse` only checks the input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import KINDS, load_pretrained
+from .words import NumeralError, parse
+
+
+def convert(lines, model) -> tuple[list[str], bool]:
+    """One output line per input line; returns ``(outputs, all_valid)``."""
+    outputs: list[str | None] = []
+    valid = []
+    for i, line in enumerate(lines):
+        text = line.strip()
+        try:
+            if not text:
+                raise NumeralError("empty line: expected a Chinese numeral such as 两千零二十六")
+            parse(text)
+        except NumeralError as e:
+            outputs.append(f"error: {e}")
+            continue
+        outputs.append(None)
+        valid.append((i, text))
+    if valid:
+        answers = model.translate([text for _, text in valid])
+        for (i, _), answer in zip(valid, answers):
+            outputs[i] = answer
+    return outputs, len(valid) == len(outputs)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mha.numerals",
+                                     description="Convert Chinese numerals (0 to 99,999,999) to Arabic digits "
+                                                 "with the course's trained Transformer.")
+    parser.add_argument("numerals", nargs="*", help="numerals to convert; without any, read one per line from stdin")
+    parser.add_argument("--model", choices=KINDS, default="4heads", help="which shipped model to use")
+    args = parser.parse_args(argv)
+    model = load_pretrained(args.model)
+    ok = True
+    if args.numerals:
+        outputs, ok = convert(args.numerals, model)
+        print("\n".join(outputs))
+    elif sys.stdin.isatty():  # interactive: answer each line as it comes
+        for line in sys.stdin:
+            outputs, line_ok = convert([line], model)
+            print(outputs[0], flush=True)
+            ok &= line_ok
+    else:
+        lines = sys.stdin.read().splitlines()
+        outputs, ok = convert(lines, model)
+        if outputs:
+            print("\n".join(outputs))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Chinese number words for 0 ... 99,999,999, and a strict reader for them.
+
+The reading rules (the ones taught in Chinese primary school, made exact):
+
+1. **Groups of four.** A number is cut into the 万 group (``n // 10000``) and
+   the units group (``n % 10000``); each group of four digits is read with the
+   units 千, 百, 十 and a bare last digit; a non-empty 万 group is followed by 万.
+   ``99990000 -> 九千九百九十九万``.
+2. **零.** Inside a group, a run of zeros between two non-zero digits is read as
+   one 零 (``1001 -> 一千零一``, ``2026 -> 两千零二十六``). Zeros at the *end* of a
+   group are silent (``1000 -> 一千``, ``10001000 -> 一千万一千``). When the 万
+   group is not empty and the units group starts with a zero (1 ... 999), one 零
+   joins them (``30500 -> 三万零五百``, ``10001 -> 一万零一``). The number 0 alone
+   is 零.
+3. **十 vs 一十.** A number that *starts* with a 1 in a 十 place drops the 一
+   (``12 -> 十二``, ``100000 -> 十万``, ``150000 -> 十五万``); anywhere else the
+   一 is spoken (``110 -> 一百一十``, ``1010 -> 一千零一十``, ``30010 -> 三万零一十``).
+4. **两 vs 二.** A 2 directly before 千 is 两 (``2026 -> 两千零二十六``,
+   ``12000 -> 一万两千``, ``20000000 -> 两千万``), and so is a 万 group that is
+   exactly 2 (``20000 -> 两万``); everywhere else 2 is 二 (``二十``, ``十二``,
+   ``二百``, ``二十二万``).
+
+Every number has exactly one reading, and :func:`parse` accepts exactly these
+readings: it refuses a string that names a number in any other way (``二千``,
+``一十二``, ``三万五百``) and says how this course writes it.
+"""
+from __future__ import annotations
+
+__all__ = ["MAX_NUMBER", "DIGITS", "UNITS", "ALPHABET", "to_chinese", "digit_sources", "parse", "NumeralError"]
+
+MAX_NUMBER = 99_999_999
+DIGITS = "零一二三四五六七八九"
+UNITS = "十百千万"
+ALPHABET = "零一二两三四五六七八九十百千万"  # every character a numeral may contain, in vocabulary order
+
+_GROUP_UNITS = ("千", "百", "十", "")  # place names of the four digits of a group, high to low
+_VALUE = {c: i for i, c in enumerate(DIGITS)} | {"两": 2}
+_UNIT_VALUE = {"十": 10, "百": 100, "千": 1000}
+
+
+class NumeralError(ValueError):
+    """A string that is not a Chinese numeral under this module's rules."""
+
+
+def _read_group(group: int, leading: bool, exact_two: bool) -> list[tuple[str, int | None]]:
+    """Read 1 <= group <= 9999 (rules 2-4) as ``(character, place)`` pairs.
+
+    ``place`` is the power of ten (3 = 千 ... 0 = ones) of the digit that a
+    character names, and None for 零 and the unit characters.
+
+    Args:
+        leading: this group opens the number (rule 3: a leading 1 in the 十 place is dropped).
+        exact_two: read a bare 2 as 两 (the 万 group of 20000, rule 4).
+    """
+    digits = [group // 1000, group // 100 % 10, group // 10 % 10, group % 10]
+    out: list[tuple[str, int | None]] = []
+    pending_zero = False
+    started = False
+    for place, (digit, unit) in zip((3, 2, 1, 0), zip(digits, _GROUP_UNITS)):
+        if digit == 0:
+            pending_zero = started  # zeros before the first digit are not read inside a group
+            continue
+        if pending_zero:
+            out.append(("零", None))
+            pending_zero = False
+        if unit == "十" and digit == 1 and leading and not started:
+            out.append(("十", place))  # rule 3: 十二, 十万 (the 十 names the digit 1)
+        else:
+            two = digit == 2 and (unit == "千" or (unit == "" and exact_two and not started))
+            out.append(("两" if two else DIGITS[digit], place))  # rule 4
+            if unit:
+                out.append((unit, None))
+        started = True
+    return out
+
+
+def _reading(n: int) -> list[tuple[str, int | None]]:
+    """The reading of n as ``(character, place)`` pairs; place = power of ten of the digit a character names."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    if not 0 <= n <= MAX_NUMBER:
+        raise ValueError(f"n must lie in [0, {MAX_NUMBER:,}], got {n:,}")
+    if n == 0:
+        return [("零", 0)]
+    high, low = divmod(n, 10000)
+    out: list[tuple[str, int | None]] = []
+    if high:
+        out += [(c, None if p is None else p + 4) for c, p in _read_group(high, leading=True, exact_two=high == 2)]
+        out.append(("万", None))
+    if low:
+        if high and low < 1000:
+            out.append(("零", None))  # rule 2: the units group starts with a zero
+        out += _read_group(low, leading=not high, exact_two=False)
+    return out
+
+
+def to_chinese(n: int) -> str:
+    """The Chinese reading of ``0 <= n <= 99,999,999`` under the module's rules.
+
+    Example:
+        >>> [to_chinese(n) for n in (2026, 30500, 12, 99990000)]
+        ['两千零二十六', '三万零五百', '十二', '九千九百九十九万']
+    """
+    return "".join(c for c, _ in _reading(n))
+
+
+def digit_sources(n: int) -> list[int | None]:
+    """For each Arabic digit of n (left to right), the index of the Chinese character that names it.
+
+    Zeros are named by no character (None): they are implied by 零 or by the
+    units around them. The 1 of a leading 十 is named by the 十 itself.
+
+    Example:
+        >>> to_chinese(30500), digit_sources(30500)
+        ('三万零五百', [0, None, 3, None, None])
+    """
+    digits = str(n)
+    where = {p: i for i, (_, p) in enumerate(_reading(n)) if p is not None}
+    return [where.get(len(digits) - 1 - k) if d != "0" else None for k, d in enumerate(digits)]
+
+
+def _value(text: str, whole: str) -> int:
+    """Lenient value of a string over the alphabet (may accept non-canonical forms)."""
+    if text.count("万") > 1:
+        raise NumeralError(f"{whole!r} has more than one 万 (this course reads numbers below 1,0000,0000 only)")
+    if "万" in text:
+        high, low = text.split("万")
+        if not high:
+            raise NumeralError(f"{whole!r} starts with 万: a digit must come before it (e.g. 一万)")
+        return _group_value(high, whole) * 10000 + (_group_value(low, whole) if low else 0)
+    return _group_value(text, whole)
+
+
+def _group_value(text: str, whole: str) -> int:
+    total, digit, last_unit = 0, None, 10000
+    for ch in text:
+        if ch in _VALUE:
+            if digit is not None and (digit != 0 or _VALUE[ch] == 0):
+                raise NumeralError(f"{whole!r} has two digits in a row without a unit between them")
+            digit = _VALUE[ch]
+        elif ch in _UNIT_VALUE:
+            unit = _UNIT_VALUE[ch]
+            if unit >= last_unit:
+                raise NumeralError(f"{whole!r} repeats or reorders the units 千, 百, 十 within a group")
+            if digit == 0:
+                raise NumeralError(f"{whole!r} has 零 directly before a unit")
+            total += (1 if digit is None else digit) * unit
+            digit, last_unit = None, unit
+        else:  # 万 was split off by the caller
+            raise NumeralError(f"{whole!r} has 万 in the wrong place")
+    if digit:
+        total += digit
+    if total > 9999:
+        raise NumeralError(f"{whole!r} has a group larger than 9999")
+    return total
+
+
+def parse(text: str) -> int:
+    """Read a Chinese numeral written under the module's rules; the inverse of :func:`to_chinese`.
+
+    Raises:
+        NumeralError: for an empty string, a character outside :data:`ALPHABET`
+            (named, with its position), or a string that does not follow the
+            rules; when the string names a number in a non-standard way the
+            message gives the standard reading (``二千`` -> ``两千``).
+
+    Example:
+        >>> parse("三万零五百")
+        30500
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text:
+        raise NumeralError("empty input: expected a Chinese numeral such as 两千零二十六")
+    unknown = [(i, ch) for i, ch in enumerate(text) if ch not in ALPHABET]
+    if unknown:
+        listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
+        raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
+                           f"allowed: {ALPHABET}")
+    n = _value(text, text)
+    if n > MAX_NUMBER:  # cannot happen with one 万 and groups <= 9999, kept as a guard
+        raise NumeralError(f"{text!r} is larger than {MAX_NUMBER:,}")
+    canonical = to_chinese(n)
+    if canonical != text:
+        raise NumeralError(f"{text!r} is not how this course writes {n}: the standard reading is {canonical!r}")
+    return n

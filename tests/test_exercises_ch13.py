@@ -1,0 +1,319 @@
+"""Chapter 13 checkers: references pass, stubs are "not done", named mistakes fail, shortcuts are refused,
+garbage never raises."""
+import pytest
+import torch
+
+from mha.exercises import check_greedy_decode, check_pad_numerals, check_zero_head_hook
+from mha.numerals.data import BOS, EOS, TGT_TOKENS
+from exercise_support import STUBS, verdict
+from exercise_support import raise_value_error as crashes
+
+
+# ---------------------------------------------------------------- 13.1 padding
+
+def pad_ok(words, vocab, pad_id):
+    S = max(len(w) for w in words)
+    ids = torch.full((len(words), S), pad_id, dtype=torch.long)
+    for b, w in enumerate(words):
+        ids[b, : len(w)] = torch.tensor([vocab[c] for c in w])
+    return ids, (ids != pad_id)[:, None, None, :]
+
+
+def pad_ok_lists(words, vocab, pad_id):
+    S = max(map(len, words))
+    rows = [[vocab[c] for c in w] + [pad_id] * (S - len(w)) for w in words]
+    ids = torch.tensor(rows)
+    mask = torch.tensor([[True] * len(w) + [False] * (S - len(w)) for w in words])
+    return ids, mask.view(len(words), 1, 1, S)
+
+
+def pad_with(change):
+    def fn(words, vocab, pad_id):
+        return change(*pad_ok(words, vocab, pad_id), words, vocab, pad_id)
+    return fn
+
+
+def pad_left(words, vocab, pad_id):
+    S = max(len(w) for w in words)
+    ids = torch.full((len(words), S), pad_id, dtype=torch.long)
+    for b, w in enumerate(words):
+        ids[b, S - len(w):] = torch.tensor([vocab[c] for c in w])
+    return ids, (ids != pad_id)[:, None, None, :]
+
+
+def pad_fixed_15(words, vocab, pad_id):
+    ids = torch.full((len(words), 15), pad_id, dtype=torch.long)
+    for b, w in enumerate(words):
+        ids[b, : len(w)] = torch.tensor([vocab[c] for c in w])
+    return ids, (ids != pad_id)[:, None, None, :]
+
+
+def pad_zero_hardcoded(words, vocab, pad_id):
+    return pad_ok(words, vocab, 0)
+
+
+def pad_via_mha(words, vocab, pad_id):
+    import mha
+    ids, _ = pad_ok(words, vocab, pad_id)
+    return ids, mha.padding_mask(ids, pad_id)
+
+
+def pad_mutates(words, vocab, pad_id):
+    words.sort(key=len)
+    return pad_ok(words, vocab, pad_id)
+
+
+PAD_WRONG = {
+    "left padding": (pad_left, "左边"),
+    "fixed length": (pad_fixed_15, "太长"),
+    "pad id 0 hard-coded": (pad_zero_hardcoded, "写死成了 0"),
+    "mask (B, S)": (pad_with(lambda ids, m, *a: (ids, m[:, 0, 0])), "(B, 1, 1, S)"),
+    "mask on queries": (pad_with(lambda ids, m, *a: (ids, m[:, 0, 0, :, None][:, None])), "key"),
+    "inverted mask": (pad_with(lambda ids, m, *a: (ids, ~m)), "极性反了"),
+    "mask from ids != 0": (pad_with(lambda ids, m, w, v, p: (ids, (ids != 0)[:, None, None, :])), "写死成了 0"),
+    "float ids": (pad_with(lambda ids, m, *a: (ids.float(), m)), "torch.long"),
+    "int32 ids": (pad_with(lambda ids, m, *a: (ids.int(), m)), "torch.long"),
+    "int mask": (pad_with(lambda ids, m, *a: (ids, m.long())), "torch.bool"),
+    "uses mha": (pad_via_mha, "不能调用现成的"),
+    "one value": (lambda w, v, p: pad_ok(w, v, p)[0], "两个值"),
+}
+
+
+@pytest.mark.parametrize("fn", [pad_ok, pad_ok_lists])
+def test_pad_reference_passes(fn, capsys):
+    ok, out = verdict(capsys, check_pad_numerals, fn)
+    assert ok and "✅" in out
+
+
+@pytest.mark.parametrize("stub", STUBS + [lambda *a: (..., ...)])
+def test_pad_stub(stub, capsys):
+    ok, out = verdict(capsys, check_pad_numerals, stub)
+    assert not ok and "还没完成" in out
+
+
+@pytest.mark.parametrize("name", list(PAD_WRONG))
+def test_pad_named_mistakes(name, capsys):
+    fn, needle = PAD_WRONG[name]
+    ok, out = verdict(capsys, check_pad_numerals, fn)
+    assert not ok and "❌" in out and needle in out, out
+
+
+# ---------------------------------------------------------------- 13.2 greedy decoding
+
+def greedy_ok(model, src, src_mask):
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    token = torch.full((B, 1), BOS, dtype=torch.long)
+    caches, answers, done = None, [""] * B, [False] * B
+    for _ in range(9):
+        logits, caches = model.decode_step(token, memory, src_mask, caches)
+        nxt = logits.argmax(-1)
+        for b in range(B):
+            if not done[b]:
+                if nxt[b] == EOS:
+                    done[b] = True
+                else:
+                    answers[b] += TGT_TOKENS[nxt[b]]
+        if all(done):
+            break
+        token = nxt[:, None]
+    return answers
+
+
+def greedy_variant(*, no_cache=False, no_mask=False, start=BOS, keep_eos=False, no_cut=False, steps=9, short=False):
+    """Greedy decoding with one mistake; ``no_cut``: never stops, picks the best *digit* at every step."""
+    def fn(model, src, src_mask):
+        memory = model.encode(src, src_mask)
+        B = src.shape[0]
+        token = torch.full((B, 1), start, dtype=torch.long)
+        caches, rows = None, []
+        for _ in range(steps):
+            logits, new = model.decode_step(token, memory, None if no_mask else src_mask, None if no_cache else caches)
+            caches = new
+            nxt = logits[:, 3:].argmax(-1) + 3 if no_cut else logits.argmax(-1)
+            rows.append(nxt)
+            token = nxt[:, None]
+        ids = torch.stack(rows, 1).tolist()
+        out = []
+        for row in ids:
+            text = ""
+            for i in row:
+                if i == EOS and not no_cut:
+                    if keep_eos:
+                        text += "<eos>"
+                    break
+                text += TGT_TOKENS[i] if i >= 3 else ""
+            out.append(text[:-1] if short else text)
+        return out
+    return fn
+
+
+def greedy_full_recompute(model, src, src_mask):
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    tgt = torch.full((B, 1), BOS, dtype=torch.long)
+    for _ in range(9):
+        logits = model.decode(tgt, memory, src_mask)
+        tgt = torch.cat([tgt, logits[:, -1].argmax(-1, keepdim=True)], 1)
+    out = []
+    for row in tgt[:, 1:].tolist():
+        text = ""
+        for i in row:
+            if i == EOS:
+                break
+            text += TGT_TOKENS[i]
+        out.append(text)
+    return out
+
+
+GREEDY_WRONG = {
+    "translate": (lambda model, src, mask: model.translate(["十"] * src.shape[0]), "不能调用现成的 model.translate"),
+    "greedy_ids": (lambda model, src, mask: [str(x) for x in model.greedy_ids(src, mask).tolist()], "model.greedy_ids"),
+    "full recompute": (greedy_full_recompute, "没有用 KV cache"),
+    "no cache passed": (greedy_variant(no_cache=True), "caches=None"),
+    "no src mask": (greedy_variant(no_mask=True), "src_mask"),
+    "starts with pad": (greedy_variant(start=0), "<bos>"),
+    "keeps <eos>": (greedy_variant(keep_eos=True), "<eos> 也写进了答案"),
+    "no cut at eos": (greedy_variant(no_cut=True), "没有在各自的 <eos> 处截断"),
+    "one digit short": (greedy_variant(short=True), "少了位数"),
+    "returns tensor": (lambda model, src, mask: torch.zeros(src.shape[0], 3), "字符串列表"),
+    "wrong count": (lambda model, src, mask: greedy_ok(model, src, mask)[:-1], "个答案"),
+}
+
+
+def test_greedy_reference_passes(capsys):
+    ok, out = verdict(capsys, check_greedy_decode, greedy_ok)
+    assert ok and "✅" in out, out
+
+
+@pytest.mark.parametrize("stub", STUBS)
+def test_greedy_stub(stub, capsys):
+    ok, out = verdict(capsys, check_greedy_decode, stub)
+    assert not ok and "还没完成" in out
+
+
+@pytest.mark.parametrize("name", list(GREEDY_WRONG))
+def test_greedy_named_mistakes(name, capsys):
+    fn, needle = GREEDY_WRONG[name]
+    ok, out = verdict(capsys, check_greedy_decode, fn)
+    assert not ok and "❌" in out and needle in out, out
+
+
+def test_greedy_wrong_argmax_axis_fails(capsys):
+    def wrong_axis(model, src, src_mask):
+        memory = model.encode(src, src_mask)
+        token = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
+        logits, _ = model.decode_step(token, memory, src_mask)
+        return [str(int(i)) for i in logits.argmax(0)[: src.shape[0]]]
+
+    ok, out = verdict(capsys, check_greedy_decode, wrong_axis)
+    assert not ok and "答案不对" in out, out
+
+
+# ---------------------------------------------------------------- 13.3 ablation hook
+
+def hook_ok(head, d_k):
+    def hook(module, inputs):
+        (concat,) = inputs
+        keep = torch.ones(concat.shape[-1])
+        keep[head * d_k: (head + 1) * d_k] = 0
+        return (concat * keep,)
+    return hook
+
+
+def hook_ok_clone(head, d_k):
+    def hook(module, inputs):
+        out = inputs[0].clone()
+        out[..., head * d_k: (head + 1) * d_k] = 0
+        return out  # a bare tensor is fine for PyTorch too
+    return hook
+
+
+def hook_with(change):
+    def factory(head, d_k):
+        def hook(module, inputs):
+            return (change(inputs[0].clone(), head, d_k),)
+        return hook
+    return factory
+
+
+def _zero(x, lo, hi):
+    x[..., lo:hi] = 0
+    return x
+
+
+def hook_inplace(head, d_k):
+    def hook(module, inputs):
+        inputs[0][..., head * d_k: (head + 1) * d_k] = 0
+        return inputs
+    return hook
+
+
+def hook_via_mha(head, d_k):
+    from mha.numerals.model import _zero_head_hook
+    return _zero_head_hook(head, d_k)
+
+
+def hook_calls_mha_inside(head, d_k):
+    def hook(module, inputs):
+        from mha.numerals.model import _zero_head_hook
+        return _zero_head_hook(head, d_k)(module, inputs)
+    return hook
+
+
+HOOK_WRONG = {
+    "only that head kept": (hook_with(lambda x, h, d: x - _zero(x.clone(), h * d, (h + 1) * d)), "反了"),
+    "tokens zeroed": (hook_with(lambda x, h, d: torch.cat([x[:, :h], 0 * x[:, h:h + 1], x[:, h + 1:]], 1)
+                                if h < x.shape[1] else _zero(x, 0, 1)), "token"),
+    "off by one head": (hook_with(lambda x, h, d: _zero(x, (h + 1) * d % x.shape[-1], (h + 1) * d % x.shape[-1] + d)),
+                        "切片位置不对"),
+    "rescaled": (hook_with(lambda x, h, d: _zero(x, h * d, (h + 1) * d) * 2), "放大"),
+    "in place": (hook_inplace, "修改了输入"),
+    "returns None": (lambda head, d_k: (lambda module, inputs: None), "返回了 None"),
+    "uses mha factory": (hook_via_mha, "不能调用现成的"),
+    "uses mha inside": (hook_calls_mha_inside, "不能调用现成的"),
+    "not a factory": (lambda head, d_k: 42, "返回一个函数"),
+}
+
+
+@pytest.mark.parametrize("fn", [hook_ok, hook_ok_clone])
+def test_hook_reference_passes(fn, capsys):
+    ok, out = verdict(capsys, check_zero_head_hook, fn)
+    assert ok and "✅" in out, out
+
+
+@pytest.mark.parametrize("stub", STUBS)
+def test_hook_stub(stub, capsys):
+    ok, out = verdict(capsys, check_zero_head_hook, stub)
+    assert not ok and "还没完成" in out
+
+
+@pytest.mark.parametrize("name", list(HOOK_WRONG))
+def test_hook_named_mistakes(name, capsys):
+    fn, needle = HOOK_WRONG[name]
+    ok, out = verdict(capsys, check_zero_head_hook, fn)
+    assert not ok and "❌" in out and needle in out, out
+
+
+# ---------------------------------------------------------------- garbage, for every checker
+
+GARBAGE = [
+    "a string",
+    42,
+    crashes,
+    lambda *a: float("nan"),
+    lambda *a: torch.full((4, 4), float("nan")),
+    lambda *a: (torch.zeros(2, 2, dtype=torch.int8), "x"),
+    lambda *a: ["x"] * 20,
+    lambda *a: (torch.zeros(1), torch.zeros(1)),
+    lambda *a: (lambda *b: (torch.zeros(3),)),
+    lambda *a: (lambda *b: (_ for _ in ()).throw(RuntimeError("inside"))),
+    lambda: None,  # wrong number of arguments
+]
+
+
+@pytest.mark.parametrize("check", [check_pad_numerals, check_greedy_decode, check_zero_head_hook])
+@pytest.mark.parametrize("garbage", GARBAGE)
+def test_garbage_never_raises(check, garbage, capsys):
+    ok, out = verdict(capsys, check, garbage)
+    assert not ok and ("❌" in out or "⏳" in out), out
