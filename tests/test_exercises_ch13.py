@@ -1,11 +1,10 @@
 """Chapter 13 checkers: references pass, stubs are "not done", named mistakes fail, shortcuts are refused,
 garbage never raises."""
-import pytest
 import torch
 
 from mha.exercises import check_greedy_decode, check_pad_numerals, check_zero_head_hook
 from mha.numerals.data import BOS, EOS, TGT_TOKENS
-from exercise_support import STUBS, verdict
+from exercise_support import answers_for, every, mistakes_for, not_done_answers, right_answers, verdict, wrong_answers
 from exercise_support import raise_value_error as crashes
 
 
@@ -77,25 +76,6 @@ PAD_WRONG = {
     "uses mha": (pad_via_mha, "不能调用现成的"),
     "one value": (lambda w, v, p: pad_ok(w, v, p)[0], "两个值"),
 }
-
-
-@pytest.mark.parametrize("fn", [pad_ok, pad_ok_lists])
-def test_pad_reference_passes(fn, capsys):
-    ok, out = verdict(capsys, check_pad_numerals, fn)
-    assert ok and "✅" in out
-
-
-@pytest.mark.parametrize("stub", STUBS + [lambda *a: (..., ...)])
-def test_pad_stub(stub, capsys):
-    ok, out = verdict(capsys, check_pad_numerals, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("name", list(PAD_WRONG))
-def test_pad_named_mistakes(name, capsys):
-    fn, needle = PAD_WRONG[name]
-    ok, out = verdict(capsys, check_pad_numerals, fn)
-    assert not ok and "❌" in out and needle in out, out
 
 
 # ---------------------------------------------------------------- 13.2 greedy decoding
@@ -181,24 +161,6 @@ GREEDY_WRONG = {
 }
 
 
-def test_greedy_reference_passes(capsys):
-    ok, out = verdict(capsys, check_greedy_decode, greedy_ok)
-    assert ok and "✅" in out, out
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_greedy_stub(stub, capsys):
-    ok, out = verdict(capsys, check_greedy_decode, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("name", list(GREEDY_WRONG))
-def test_greedy_named_mistakes(name, capsys):
-    fn, needle = GREEDY_WRONG[name]
-    ok, out = verdict(capsys, check_greedy_decode, fn)
-    assert not ok and "❌" in out and needle in out, out
-
-
 def test_greedy_wrong_argmax_axis_fails(capsys):
     def wrong_axis(model, src, src_mask):
         memory = model.encode(src, src_mask)
@@ -276,25 +238,6 @@ HOOK_WRONG = {
 }
 
 
-@pytest.mark.parametrize("fn", [hook_ok, hook_ok_clone])
-def test_hook_reference_passes(fn, capsys):
-    ok, out = verdict(capsys, check_zero_head_hook, fn)
-    assert ok and "✅" in out, out
-
-
-@pytest.mark.parametrize("stub", STUBS)
-def test_hook_stub(stub, capsys):
-    ok, out = verdict(capsys, check_zero_head_hook, stub)
-    assert not ok and "还没完成" in out
-
-
-@pytest.mark.parametrize("name", list(HOOK_WRONG))
-def test_hook_named_mistakes(name, capsys):
-    fn, needle = HOOK_WRONG[name]
-    ok, out = verdict(capsys, check_zero_head_hook, fn)
-    assert not ok and "❌" in out and needle in out, out
-
-
 # ---------------------------------------------------------------- garbage, for every checker
 
 GARBAGE = [
@@ -312,8 +255,15 @@ GARBAGE = [
 ]
 
 
-@pytest.mark.parametrize("check", [check_pad_numerals, check_greedy_decode, check_zero_head_hook])
-@pytest.mark.parametrize("garbage", GARBAGE)
-def test_garbage_never_raises(check, garbage, capsys):
-    ok, out = verdict(capsys, check, garbage)
-    assert not ok and ("❌" in out or "⏳" in out), out
+test_right_answers_pass = right_answers(
+    answers_for(check_pad_numerals, [pad_ok, pad_ok_lists]),
+    answers_for(check_greedy_decode, [greedy_ok]),
+    answers_for(check_zero_head_hook, [hook_ok, hook_ok_clone]),
+)
+test_stubs_are_not_done = not_done_answers(answers_for(check_pad_numerals, [lambda *a: (..., ...)]))
+test_wrong_answers_are_named = wrong_answers(
+    mistakes_for(check_pad_numerals, PAD_WRONG.values()),
+    mistakes_for(check_greedy_decode, GREEDY_WRONG.values()),
+    mistakes_for(check_zero_head_hook, HOOK_WRONG.values()),
+    every([check_pad_numerals, check_greedy_decode, check_zero_head_hook], GARBAGE),
+)

@@ -88,7 +88,11 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Pre-LN decoder layer: masked self-attention, cross-attention, FFN."""
+    """Pre-LN decoder layer: masked self-attention, cross-attention, FFN.
+
+    Its first lines mirror :class:`EncoderLayer` on purpose: each layer spells out its own
+    norms and attention blocks, so the lecture's three MHA blocks are visible by name.
+    """
 
     def __init__(self, cfg: NumeralConfig):
         super().__init__()
