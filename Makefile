@@ -13,7 +13,7 @@ KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
 KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 KERNELS_OTHER := $(KERNELS_AVX2) $(KERNELS_SCALAR)
 
-.PHONY: book test unit nbval nbval-other-kernels nbval-matrix colab site execute clean
+.PHONY: book test unit nbval nbval-other-kernels nbval-matrix colab site execute clean lab
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,10 +22,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-# tools/fetch_assets.py puts the pinned MathJax (npm registry) into _vendor/ (git-ignored;
-# a no-op when already there): the site serves it itself, no CDN.
+# The build fetches the pinned JavaScript it serves (npm registry, into the git-ignored _vendor/)
+# itself: tools/book_ext.py calls tools/fetch_assets.py at the start of every build. No CDN.
 book: $(STAMP)
-	$(BIN)/python tools/fetch_assets.py
 	$(BIN)/jupyter-book build . --builder html $(BUILD_FLAGS)
 	@echo "网站已生成：open $(CURDIR)/_build/html/index.html"
 
@@ -52,6 +51,15 @@ nbval-matrix: $(STAMP)
 # mha installed with --no-deps); the environment is kept in .nox/ and reused.
 colab: $(STAMP)
 	$(BIN)/nox -s colab
+
+# A reader without Colab: JupyterLab on book/ with the pinned environment (ipywidgets 8 and its
+# JupyterLab extension come from requirements.txt). tests/test_lab.py starts it with
+# LAB_FLAGS="--no-browser --port=... --ServerApp.token=..." and checks that it serves.
+# (Jupyter refuses to run as root without --allow-root: containers and CI run as root.)
+LAB_FLAGS ?=
+LAB_AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir=book $(LAB_AS_ROOT) $(LAB_FLAGS)
 
 # Re-execute every notebook in place (after editing a chapter), then commit with outputs.
 execute: $(STAMP)

@@ -6,7 +6,13 @@ notebooks touch, installs `mha` the same way (a regular install, no dependencies
 tests/colab/ inside it: every chapter top to bottom in a kernel of that Python, in an empty
 working directory, and the explorer scenarios under ipywidgets 7.7.
 """
+import pathlib
+import sys
+
 import nox
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "tools"))
+from setup_cell import ALSO_INSTALL, pinned  # noqa: E402  (what Colab's setup cell installs next to mha)
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_venv = "yes"  # the second run only re-installs mha (seconds)
@@ -20,6 +26,7 @@ COLAB_PINS = [
     "ipywidgets==7.7.1",
     "ipython==7.34.0",
     "ipykernel==6.17.1",
+    "altair==5.5.0",  # the interactive figures (mha.interactive): Colab draws Altair 5's own html output
 ]
 # Not part of Colab's own set, needed here to run and test the notebooks.
 RUNNER_PINS = ["nbclient==0.11.0", "nbformat==5.11.1", "pytest==9.2.0", "pytest-xdist==3.8.0"]
@@ -28,7 +35,8 @@ RUNNER_PINS = ["nbclient==0.11.0", "nbformat==5.11.1", "pytest==9.2.0", "pytest-
 @nox.session
 def colab(session: nox.Session) -> None:
     session.install(*COLAB_PINS, *RUNNER_PINS)
-    session.install("--no-deps", "--force-reinstall", ".")  # like Colab's setup cell
+    # like Colab's setup cell: mha and the pinned jupyterquiz, without dependencies
+    session.install("--no-deps", "--force-reinstall", *[pinned(name) for name in ALSO_INSTALL], ".")
     tests = str(session.invoked_from) + "/tests/colab"
     session.chdir(session.create_tmp())  # not the checkout: `import mha` must find the installed copy
     session.run("pytest", "-p", "no:cacheprovider", "-n", "2", tests, *session.posargs,

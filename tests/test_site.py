@@ -150,8 +150,9 @@ def _fetch_assets():
 def test_asset_fetch_is_skipped_when_current_and_checks_the_tarball(tmp_path, monkeypatch):
     fa = _fetch_assets()
     vendor = tmp_path / "_vendor"
-    (vendor / "mathjax").mkdir(parents=True)
-    (vendor / fa.MATHJAX_ENTRY).write_text("// stub")
+    for entry in (fa.MATHJAX_ENTRY, *fa.VEGA_SCRIPTS):  # every file a page loads (MathJax, the figures' vega)
+        (vendor / entry).parent.mkdir(parents=True, exist_ok=True)
+        (vendor / entry).write_text("// stub")
     (vendor / ".stamp").write_text(fa._stamp_text())
     monkeypatch.setattr(fa.shutil, "which", lambda name: None)  # npm "missing": must not be needed
     assert fa.ensure_assets(vendor, quiet=True) == vendor

@@ -19,7 +19,11 @@ At the start of every build it
 6. drops saved ipywidgets state from every page: a live control needs a running kernel,
    and drawing a frozen copy would need RequireJS and the widget manager from CDNs
    (``nb_ipywidgets_js: {}`` in _config.yml turns them off). The live explorer cells are
-   tagged ``remove-output``; a static picture stands before each.
+   tagged ``remove-output``; a static picture stands before each;
+7. gives the pages that hold an interactive figure (``mha.interactive``; the myst-nb
+   plugin ``mha/interactive/myst.py`` renders each as a ``div.mha-vega-figure``) the
+   site's own vega, vega-lite and vega-embed (``_vendor/``, fetched from npm) plus the
+   small glue ``tools/static/mha-figures.js`` and its CSS -- and no other page any of it.
 """
 from __future__ import annotations
 
@@ -59,8 +63,21 @@ def write_if_changed(path: pathlib.Path, data: bytes) -> bool:
     return True
 
 
+def _require_figure_plugin():
+    """The interactive figures need the myst-nb plugin that the installed ``mha`` registers (entry point)."""
+    from myst_nb.core.render import load_mime_renders
+
+    from mha.interactive.myst import VegaLiteFigurePlugin
+
+    if VegaLiteFigurePlugin not in load_mime_renders():
+        raise RuntimeError(
+            "myst-nb does not know the plugin for the interactive figures (entry point `myst_nb.mime_renderers` "
+            "in pyproject.toml): reinstall the course package with `pip install --no-deps -e .` (make book does).")
+
+
 def _on_config_inited(app, config):
     fetch_assets.ensure_assets()
+    _require_figure_plugin()
     if str(config.language or "").startswith("zh"):
         try:
             import jieba  # noqa: F401
@@ -90,6 +107,28 @@ def _drop_unused_scripts(app, pagename, templatename, context, doctree):
             context[key] = [a for a in context[key] if not (_is_thebe(a) or _is_widget_state(a))]
 
 
+FIGURE_SCRIPTS = (*fetch_assets.VEGA_SCRIPTS, "mha-figures.js")  # relative to _static/, in load order
+FIGURE_CSS = "mha-figures.css"
+
+
+def has_interactive_figure(doctree) -> bool:
+    """Whether a page's doctree holds an interactive figure (the myst-nb plugin's raw HTML)."""
+    from docutils import nodes
+
+    from mha.interactive.myst import FIGURE_CLASS
+
+    marker = f'class="{FIGURE_CLASS}"'
+    return doctree is not None and any(marker in n.astext() for n in doctree.findall(nodes.raw))
+
+
+def _add_figure_scripts(app, pagename, templatename, context, doctree):
+    if not has_interactive_figure(doctree):
+        return
+    for script in FIGURE_SCRIPTS:  # deferred: run in this order, before DOMContentLoaded
+        app.add_js_file(script, loading_method="defer")
+    app.add_css_file(FIGURE_CSS)
+
+
 def _drop_thebe_config(app, doctree, docname):
     from docutils import nodes
 
@@ -103,6 +142,7 @@ def setup(app):
     # index pages without a formula of their own -- must load MathJax, or they show raw TeX.
     app.set_html_assets_policy("always")
     app.connect("config-inited", _on_config_inited)
+    app.connect("html-page-context", _add_figure_scripts)
     app.connect("html-page-context", _drop_unused_scripts, priority=900)
     app.connect("doctree-resolved", _drop_thebe_config, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -15,6 +15,9 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DIST_NAME = "mha-course"
+# Installed next to mha in Colab, pinned as in requirements.txt (--no-deps: it needs only IPython,
+# which Colab has): the self-checks of mha.selfcheck are drawn by jupyterquiz.
+ALSO_INSTALL = ("jupyterquiz",)
 TITLE = "# @title 环境准备：在 Colab 中安装课程包 mha（本地运行时什么也不做） { display-mode: \"form\" }"
 
 
@@ -28,14 +31,23 @@ def read_repository() -> tuple[str, str]:
     return str(url), str(branch)
 
 
+def pinned(name: str) -> str:
+    """``name==version`` as pinned in requirements.txt (the one place versions are written)."""
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        if line.split("==")[0].strip().lower() == name.lower() and "==" in line:
+            return line.strip()
+    raise ValueError(f"requirements.txt does not pin {name}")
+
+
 def setup_cell_source(url: str, branch: str) -> str:
     """The exact source of the setup cell for a repository ``url`` and ``branch``."""
+    extras = "".join(f"\"{pinned(name)}\", " for name in ALSO_INSTALL)
     return "\n".join([
         TITLE,
         "import subprocess, sys",
         "if \"google.colab\" in sys.modules:  # only in Colab: install mha, keep Colab's own torch",
         f"    REPO = \"git+{url}@{branch}\"",
-        f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"--no-deps\", f\"{DIST_NAME} @ {{REPO}}\"], check=True)",
+        f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"--no-deps\", {extras}f\"{DIST_NAME} @ {{REPO}}\"], check=True)",
     ])
 
 

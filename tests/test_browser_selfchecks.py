@@ -1,0 +1,150 @@
+"""The self-checks on the built website, answered in a real browser at phone width.
+
+Same setup as tests/test_browser.py (its fixtures: the strictly built site served on
+127.0.0.1, headless Debian chromium, every request to another host aborted and recorded).
+On every chapter page with self-checks (mha.selfcheck), each question is answered with every
+wrong option (or typical wrong number, and one more that matches none) and then with the right
+one; the feedback text and its right/wrong state must be the ones mha.selfcheck defines. The
+pages must log no console error, ask nothing from outside the site and not scroll sideways at
+390 px, also after the feedback has appeared. Screenshots go to _build/screenshots/selfchecks/.
+"""
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import urlparse
+
+import pytest
+
+import mha.selfcheck as sc
+from test_browser import CHROMIUM, CHROMIUM_ARGS, MATHJAX_READY, PAGES, PHONE, SHOTS, server, sync_playwright  # noqa: F401
+
+QUESTIONS = [(e, i) for e in sc.EXERCISES for i in range(len(sc.questions(e)))]
+NO_MATCH = "12345"  # a number no numeric question lists: the default feedback answers it
+
+
+def page_of(exercise_id: str):
+    chapter = f"{int(exercise_id.split('.')[0]):02d}_"
+    (page,) = [p for p in PAGES if p.name.startswith(chapter)]
+    return page
+
+
+def text_of(fragment: str) -> str:
+    """What a reader sees of an HTML fragment (tags dropped, entities decoded, spaces collapsed)."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+def _number(value) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _attempts(question: dict) -> list:
+    """(what to do, expected feedback text, expected right?) for one question: wrong ones first, right last."""
+    answers = question["answers"]
+    if question["type"] == "multiple_choice":
+        wrong = [("click", i, text_of(a["feedback"]), False) for i, a in enumerate(answers) if not a["correct"]]
+        (good,) = [("click", i, text_of(a["feedback"]), True) for i, a in enumerate(answers) if a["correct"]]
+        return wrong + [good]
+    default = next(a for a in answers if a["type"] == "default")
+    attempts = [("type", _number(a["value"]), text_of(a["feedback"]), False)
+                for a in answers if a["type"] == "value" and not a["correct"]]
+    attempts.append(("type", NO_MATCH, text_of(default["feedback"]), False))
+    for a in answers:
+        if a["type"] == "range":  # close to the truth, within the tolerance the checker allows
+            low, high = a["range"]
+            truth = answers[0]["value"]
+            attempts.append(("type", _number(round((truth + high) / 2, 6)), text_of(a["feedback"]), True))
+    attempts.append(("type", _number(answers[0]["value"]), text_of(answers[0]["feedback"]), True))
+    return attempts
+
+
+@pytest.fixture(scope="module")
+def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browser)
+    shots = SHOTS / "selfchecks"
+    shots.mkdir(parents=True, exist_ok=True)
+    outside, pages, results = [], {}, {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
+                                  locale="zh-CN", service_workers="block")
+        ctx.set_default_timeout(30_000)
+        current = {"page": None}
+
+        def gate(route):
+            if urlparse(route.request.url).hostname == "127.0.0.1":
+                route.continue_()
+            else:
+                outside.append((current["page"], route.request.url))
+                route.abort()
+
+        ctx.route("**/*", gate)
+        for page_info in sorted({page_of(e) for e in sc.EXERCISES}, key=lambda p: p.name):
+            current["page"] = page_info.name
+            log = []
+            page = ctx.new_page()
+            page.on("console", lambda m: log.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: log.append(f"uncaught: {e}"))
+            page.on("response", lambda r: log.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+            page.goto(f"{server}/{page_info.html}", wait_until="load")
+            page.wait_for_function(MATHJAX_READY, timeout=20_000)
+            page.evaluate("() => MathJax.startup.promise.then(() => true)")
+            mine = [e for e in sc.EXERCISES if page_of(e) == page_info]
+            found = {}
+            for exercise_id in mine:
+                container = page.locator(f"#{sc.container_id(exercise_id)}")
+                found[exercise_id] = container.locator(".Quiz").count()
+                for index, question in enumerate(sc.questions(exercise_id)):
+                    wrapper = container.locator(".Quiz").nth(index)
+                    seen = []
+                    for action, what, expected, correct in _attempts(question):
+                        if action == "click":
+                            wrapper.locator("label.MCButton").nth(what).click()
+                        else:
+                            box = wrapper.locator("input.Input-text")
+                            box.click()
+                            box.press_sequentially(what)
+                            box.press("Enter")
+                        feedback = wrapper.locator(".Feedback")
+                        seen.append({"answer": what, "expected": expected, "correct": correct,
+                                     "text": " ".join(feedback.inner_text().split()),
+                                     "class": feedback.get_attribute("class") or ""})
+                    results[(exercise_id, index)] = seen
+                container.screenshot(path=str(shots / f"{exercise_id}.png"))
+            pages[page_info.name] = {
+                "errors": log, "found": found,
+                "overflow_px": page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth"),
+            }
+            page.close()
+        browser.close()
+    return {"outside": outside, "pages": pages, "results": results}
+
+
+def test_every_self_check_is_on_its_page(answered):
+    for exercise_id in sc.EXERCISES:
+        found = answered["pages"][page_of(exercise_id).name]["found"][exercise_id]
+        assert found == len(sc.questions(exercise_id)), f"{exercise_id}: {found} questions rendered"
+
+
+@pytest.mark.parametrize("exercise_id, index", QUESTIONS, ids=[f"{e}-q{i + 1}" for e, i in QUESTIONS])
+def test_wrong_then_right_answers_get_their_feedback(answered, exercise_id, index):
+    seen = answered["results"][(exercise_id, index)]
+    assert any(not s["correct"] for s in seen) and seen[-1]["correct"]
+    for s in seen:
+        assert s["text"] == s["expected"], f"answer {s['answer']!r}: feedback {s['text']!r}"
+        state = "correct" if s["correct"] else "incorrect"
+        assert state in s["class"].split(), f"answer {s['answer']!r}: feedback shown as {s['class']!r}"
+        assert s["text"].startswith(sc.RIGHT if s["correct"] else sc.WRONG)
+
+
+def test_self_check_pages_log_no_console_errors(answered):
+    errors = {name: r["errors"] for name, r in answered["pages"].items() if r["errors"]}
+    assert not errors, errors
+
+
+def test_self_check_pages_request_nothing_outside_the_site(answered):
+    assert not answered["outside"], answered["outside"]
+
+
+def test_self_check_pages_do_not_scroll_sideways_on_a_phone(answered):
+    wide = {name: r["overflow_px"] for name, r in answered["pages"].items() if r["overflow_px"] > 1}
+    assert not wide, f"wider than a {PHONE['width']} px phone after answering: {wide}"
