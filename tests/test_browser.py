@@ -103,6 +103,18 @@ INSPECT = r"""async () => {
 MATHJAX_READY = "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise"
 
 
+def network_gate(outside: list, current: dict):
+    """A playwright route handler cutting the network off: only the loopback site answers; any other
+    request is aborted and recorded in ``outside`` as ``(current["page"], url)``."""
+    def gate(route):
+        if urlparse(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            outside.append((current["page"], route.request.url))
+            route.abort()
+    return gate
+
+
 def _visit(page, url: str, log: list) -> dict:
     start = time.perf_counter()
     page.goto(url, wait_until="load")
@@ -128,14 +140,7 @@ def browsed(sync_playwright, server):  # the browser check first: no site build 
         (SHOTS / sub).mkdir(parents=True, exist_ok=True)
     outside, reports, searches = [], {}, {}
     current = {"page": None}
-
-    def gate(route):
-        # The network is cut off: only the loopback site answers; anything else is recorded.
-        if urlparse(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            outside.append((current["page"], route.request.url))
-            route.abort()
+    gate = network_gate(outside, current)
 
     def watch(page, log):
         page.on("console", lambda m: log.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)

@@ -29,7 +29,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from site_pages import ROOT, pages
-from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, server, sync_playwright  # noqa: F401
+from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
 sys.path.insert(0, str(ROOT / "tools"))
 import book_ext  # noqa: E402  (FIGURE_SCRIPTS, FIGURE_CSS: what a figure page loads)
@@ -141,14 +141,6 @@ def _signal(figure, name):
     return figure.evaluate("(el, n) => el.mhaResult.view.signal(n)", name)
 
 
-def _gate(outside, current):
-    def gate(route):
-        if urlparse(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            outside.append((current["page"], route.request.url))
-            route.abort()
-    return gate
 
 
 def _watch(page, log):
@@ -180,7 +172,7 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
 
         def context(**kw):
             ctx = browser.new_context(locale="zh-CN", service_workers="block", **kw)
-            ctx.route("**/*", _gate(outside, current))
+            ctx.route("**/*", network_gate(outside, current))
             ctx.set_default_timeout(30_000)
             return ctx
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import html
 import re
-from urllib.parse import urlparse
 
 import pytest
 
 import mha.selfcheck as sc
-from test_browser import CHROMIUM, CHROMIUM_ARGS, MATHJAX_READY, PAGES, PHONE, SHOTS, server, sync_playwright  # noqa: F401
+from test_browser import CHROMIUM, CHROMIUM_ARGS, MATHJAX_READY, PAGES, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
 QUESTIONS = [(e, i) for e in sc.EXERCISES for i in range(len(sc.questions(e)))]
 NO_MATCH = "12345"  # a number no numeric question lists: the default feedback answers it
@@ -69,15 +68,7 @@ def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
                                   locale="zh-CN", service_workers="block")
         ctx.set_default_timeout(30_000)
         current = {"page": None}
-
-        def gate(route):
-            if urlparse(route.request.url).hostname == "127.0.0.1":
-                route.continue_()
-            else:
-                outside.append((current["page"], route.request.url))
-                route.abort()
-
-        ctx.route("**/*", gate)
+        ctx.route("**/*", network_gate(outside, current))
         for page_info in sorted({page_of(e) for e in sc.EXERCISES}, key=lambda p: p.name):
             current["page"] = page_info.name
             log = []
