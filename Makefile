@@ -61,11 +61,20 @@ LAB_AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=book $(LAB_AS_ROOT) $(LAB_FLAGS)
 
-# Re-execute every notebook in place (after editing a chapter), then commit with outputs.
+# Re-execute notebooks in place (after editing a chapter), then commit with outputs:
+# `make execute` (all) or `make execute NB=book/08_full_layer.ipynb`.
+# nbconvert's ClearMetadataPreprocessor (it runs after execution) drops the stored widget
+# state (metadata.widgets): useless without a kernel, and hundreds of KB. nbclient's own
+# store_widget_state=False would be the direct way, but nbclient 0.11.0 raises KeyError
+# (nbclient/output_widget.py) on any ipywidgets.Output, which chapters 5, 8, 9, 10 display.
+NB ?= book/*.ipynb
+EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	--ExecutePreprocessor.timeout=180 \
+	--ClearMetadataPreprocessor.enabled=True --ClearMetadataPreprocessor.clear_cell_metadata=False \
+	$(foreach key,kernelspec language_info colab,--ClearMetadataPreprocessor.preserve_nb_metadata_mask=$(key))
 execute: $(STAMP)
 	$(BIN)/python tools/setup_cell.py
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=180 book/*.ipynb
-	$(BIN)/python tools/strip_widget_state.py book/*.ipynb
+	$(EXECUTE) $(NB)
 
 clean:
 	rm -rf _build

@@ -22,17 +22,15 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import sys
 from urllib.parse import urlparse
 
 import pytest
 from bs4 import BeautifulSoup
 
-from site_pages import ROOT, pages
+from site_pages import pages
 from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
-sys.path.insert(0, str(ROOT / "tools"))
-import book_ext  # noqa: E402  (FIGURE_SCRIPTS, FIGURE_CSS: what a figure page loads)
+import book_ext  # (FIGURE_SCRIPTS, FIGURE_CSS: what a figure page loads)
 
 import mha.interactive as mi  # noqa: E402
 
@@ -176,15 +174,21 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
             ctx.set_default_timeout(30_000)
             return ctx
 
-        desktop = context(viewport=DESKTOP)
-        for p in FIGURE_PAGES:
-            current["page"] = p.name
-            log, loaded = [], {}
-            page = desktop.new_page()
+        def open_drawn(ctx, p, label, log, **listeners):
+            """A new page of ``ctx`` at ``p``, its console errors into ``log``, once its figures are drawn."""
+            current["page"] = label
+            page = ctx.new_page()
             _watch(page, log)
-            page.on("response", lambda r: loaded.__setitem__(r.url, r))
+            for event, listener in listeners.items():
+                page.on(event, listener)
             page.goto(f"{server}/{p.html}", wait_until="load")
             page.wait_for_function(DRAWN)
+            return page
+
+        desktop = context(viewport=DESKTOP)
+        for p in FIGURE_PAGES:
+            log, loaded = [], {}
+            page = open_drawn(desktop, p, p.name, log, response=lambda r: loaded.__setitem__(r.url, r))
             sizes = {}
             for url, r in loaded.items():
                 path = urlparse(url).path
@@ -232,12 +236,8 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
 
         # the theme switch on a light page: the figure is redrawn dark and keeps the reader's choice
         p = FIGURE_PAGES[0]
-        current["page"] = p.name + ":toggle"
         log = []
-        page = desktop.new_page()
-        _watch(page, log)
-        page.goto(f"{server}/{p.html}", wait_until="load")
-        page.wait_for_function(DRAWN)
+        page = open_drawn(desktop, p, p.name + ":toggle", log)
         figure = page.locator(".mha-vega-figure").first
         control = figure.evaluate(CONTROLS)[0]
         _change(page, figure, control)
@@ -255,12 +255,8 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
         dark = context(viewport=DESKTOP, color_scheme="dark")
         for name, ctx in (("phone", phone), ("dark", dark)):
             for p in FIGURE_PAGES:
-                current["page"] = f"{p.name}:{name}"
                 log = []
-                page = ctx.new_page()
-                _watch(page, log)
-                page.goto(f"{server}/{p.html}", wait_until="load")
-                page.wait_for_function(DRAWN)
+                page = open_drawn(ctx, p, f"{p.name}:{name}", log)
                 figure = page.locator(".mha-vega-figure").first
                 figure.scroll_into_view_if_needed()
                 figure.screenshot(path=str(SHOTS_DIR / f"{p.name}-{name}.png"))

@@ -12,9 +12,9 @@ import json
 import math
 import pathlib
 import re
-import sys
 
 import altair as alt
+import fetch_assets  # tools/ (pyproject: pythonpath)
 import pytest
 import torch
 
@@ -28,10 +28,10 @@ from mha.widgets.shapes import head_width_problem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILDERS = {"scaling": mi.scaling_figure, "shapes": mi.shape_figure, "heads": mi.head_figure,
-            "masking": mi.mask_figure, "trained": mi.trained_head_figure}
+            "masks": mi.mask_figure, "trained": mi.trained_head_figure}
 # Where each figure stands in the book (the cell ends with the figure; see the chapters).
 CHAPTERS = {"scaling": "05_parallel_attention", "shapes": "08_full_layer", "heads": "09_worked_example",
-            "masking": "10_masks", "trained": "13_trained_heads"}
+            "masks": "10_masks", "trained": "13_trained_heads"}
 MAX_SPEC_BYTES = 150_000  # one figure's spec on its page
 
 
@@ -100,7 +100,7 @@ def test_head_states_match_head_weights(figures):
 
 
 def test_mask_states_match_mask_weights(figures):
-    fig = figures["masking"]
+    fig = figures["masks"]
     for kind, length, padded in [("both", 3, 4), ("padding", 2, 5), ("causal", 8, 10), ("both", 1, 1)]:
         row, result = fig.state(kind=kind, length=length, padded_len=padded), mask_weights(kind, length, padded)
         assert close(row["w"], result["weights"][0].flatten().tolist())
@@ -246,22 +246,12 @@ def test_plugin_renders_only_its_mimetype_first_on_html():
     assert VegaLiteFigurePlugin.handle_mime(None, other, False) is None
 
 
-def _fetch_assets():
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import fetch_assets
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-    return fetch_assets
-
-
 def test_pinned_vega_scripts_are_the_versions_altair_targets():
-    fa = _fetch_assets()
-    assert fa.asset("vega-lite").version == alt.SCHEMA_VERSION.lstrip("v")
-    assert fa.asset("vega").version.split(".")[0] == alt.VEGA_VERSION
-    assert fa.asset("vega-embed").version.split(".")[0] == alt.VEGAEMBED_VERSION
-    assert all(re.fullmatch(r"[0-9a-f]{64}", a.sha256) for a in fa.ASSETS)
-    assert [s.split("/")[0] for s in fa.VEGA_SCRIPTS] == ["vega", "vega-lite", "vega-embed"]
+    assert fetch_assets.asset("vega-lite").version == alt.SCHEMA_VERSION.lstrip("v")
+    assert fetch_assets.asset("vega").version.split(".")[0] == alt.VEGA_VERSION
+    assert fetch_assets.asset("vega-embed").version.split(".")[0] == alt.VEGAEMBED_VERSION
+    assert all(re.fullmatch(r"[0-9a-f]{64}", a.sha256) for a in fetch_assets.ASSETS)
+    assert [s.split("/")[0] for s in fetch_assets.VEGA_SCRIPTS] == ["vega", "vega-lite", "vega-embed"]
 
 
 # ---------------------------------------------------------------- the stored notebooks

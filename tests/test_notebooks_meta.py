@@ -6,8 +6,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import setup_cell  # noqa: E402
+import setup_cell
 
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 
@@ -89,8 +88,8 @@ def test_setup_cell_installs_only_in_colab(monkeypatch):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_stored_widget_state(path):
-    """Live widgets need a kernel; their stored state would only bloat the page (tools/strip_widget_state.py)."""
-    assert "widgets" not in load(path).get("metadata", {}), f"{path.name}: run python tools/strip_widget_state.py"
+    """Live widgets need a kernel; their stored state would only bloat the page (`make execute` drops it)."""
+    assert "widgets" not in load(path).get("metadata", {}), f"{path.name}: re-execute it with make execute NB=book/{path.name}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -48,7 +48,6 @@ def test_subset_is_what_the_tool_builds(tmp_path):
     source = pathlib.Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
     if not source.exists():
         pytest.skip("fonts-noto-cjk is not installed (apt-get install fonts-noto-cjk); the committed subset is used")
-    sys.path.insert(0, str(ROOT / "tools"))
     import subset_font
 
     out = tmp_path / "font.otf"

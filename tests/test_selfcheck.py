@@ -18,7 +18,6 @@ import json
 import pathlib
 import random
 import re
-import sys
 
 import pytest
 import torch
@@ -28,8 +27,7 @@ from mha import exercises as ex
 from mha.exercises import ch02, ch05, ch09, ch10
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import setup_cell  # noqa: E402
+import setup_cell
 
 NOTE = "在 Colab 或本地 Jupyter 中完成"
 CHAPTERS = {int(p.name[:2]): p for p in sorted((ROOT / "book").glob("[01][0-9]_*.ipynb")) if int(p.name[:2]) <= 10}

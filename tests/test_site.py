@@ -11,8 +11,8 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 
+import fetch_assets  # tools/ (pyproject: pythonpath)
 import pytest
 import yaml
 from bs4 import BeautifulSoup
@@ -138,31 +138,21 @@ def test_mathjax_is_served_by_the_site(site):
     assert len(fonts) > 10, "MathJax's CommonHTML fonts are missing"
 
 
-def _fetch_assets():
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import fetch_assets
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-    return fetch_assets
-
-
 def test_asset_fetch_is_skipped_when_current_and_checks_the_tarball(tmp_path, monkeypatch):
-    fa = _fetch_assets()
     vendor = tmp_path / "_vendor"
-    for entry in (fa.MATHJAX_ENTRY, *fa.VEGA_SCRIPTS):  # every file a page loads (MathJax, the figures' vega)
+    for entry in (fetch_assets.MATHJAX_ENTRY, *fetch_assets.VEGA_SCRIPTS):  # every file a page loads (MathJax, the figures' vega)
         (vendor / entry).parent.mkdir(parents=True, exist_ok=True)
         (vendor / entry).write_text("// stub")
-    (vendor / ".stamp").write_text(fa._stamp_text())
-    monkeypatch.setattr(fa.shutil, "which", lambda name: None)  # npm "missing": must not be needed
-    assert fa.ensure_assets(vendor, quiet=True) == vendor
+    (vendor / ".stamp").write_text(fetch_assets._stamp_text())
+    monkeypatch.setattr(fetch_assets.shutil, "which", lambda name: None)  # npm "missing": must not be needed
+    assert fetch_assets.ensure_assets(vendor, quiet=True) == vendor
     (vendor / ".stamp").write_text("old pins")
     with pytest.raises(RuntimeError, match="npm is needed"):
-        fa.ensure_assets(vendor, quiet=True)
+        fetch_assets.ensure_assets(vendor, quiet=True)
     tgz = tmp_path / "x.tgz"
     tgz.write_bytes(b"not mathjax")
     with pytest.raises(RuntimeError, match="sha256"):
-        fa._check_sha256(tgz, fa.MATHJAX_TGZ_SHA256)
+        fetch_assets._check_sha256(tgz, fetch_assets.MATHJAX_TGZ_SHA256)
 
 
 def test_mathjax_and_generated_files_are_not_committed():
@@ -232,11 +222,7 @@ def test_figures_have_alt_text(site, page):
 
 
 def test_landing_page_figure_is_drawn_from_the_code(site):
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        from book_ext import render_flow_svg
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
+    from book_ext import render_flow_svg
     imgs = [i for i in soup(site / "book/intro.html").find_all("img") if i["src"].endswith("flow.svg")]
     assert len(imgs) == 1 and len(imgs[0]["alt"]) > 40, imgs
     built = (site / "book" / imgs[0]["src"]).resolve().read_bytes()

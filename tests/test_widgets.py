@@ -170,7 +170,7 @@ def test_mask_weights_are_zero_where_masked(kind, length, padded_len):
     assert w.shape == (2, S, S)
     assert torch.all(w.masked_select(~want.expand_as(w)) == 0)
     assert torch.allclose(w.sum(dim=-1), torch.ones(2, S), atol=1e-5)
-    assert r["tokens"] == W.masking.MASK_WORDS[:length] + ["PAD"] * (S - length)
+    assert r["tokens"] == W.masks.MASK_WORDS[:length] + ["PAD"] * (S - length)
 
 
 def test_mask_view_explains_and_refuses_gently():

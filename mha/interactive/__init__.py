@@ -18,7 +18,7 @@ copy of vega-embed (see :mod:`mha.interactive.myst` and ``tools/book_ext.py``).
 """
 from ._figure import MIME_TYPE, InteractiveFigure
 from .heads import head_figure, head_states
-from .masking import mask_figure, mask_states
+from .masks import mask_figure, mask_states
 from .scaling import scaling_figure, scaling_states
 from .shapes import shape_figure, shape_states
 from .trained import trained_head_figure, trained_head_states

@@ -11,6 +11,8 @@ right digits before it, picks the right next token; so
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .data import PAD, Batch, make_batch
@@ -128,6 +130,18 @@ def ablation_accuracies(model: NumeralTransformer, numbers, heads=None) -> dict:
     return out
 
 
+def _causal_rows(weights: torch.Tensor, batch: Batch, first: int):
+    """Yield ``(t, row)`` for every real decoder query row t >= ``first``; row is (h, t + 1), the keys it may see."""
+    for b, n in enumerate(batch.numbers):
+        for t in range(first, len(str(n)) + 1):
+            yield t, weights[b, :, t, : t + 1]  # (h, t + 1)
+
+
+def _mean_over_rows(per_row: list, n_heads: int) -> torch.Tensor:
+    """(h,): the mean of a list of (h,) values, zeros when the list is empty."""
+    return torch.stack(per_row).mean(0) if per_row else torch.zeros(n_heads)
+
+
 def evenness(weights: torch.Tensor, batch: Batch) -> torch.Tensor:
     """(h,): how evenly each head spreads its weight in causal self-attention, 1 = perfectly uniform.
 
@@ -137,15 +151,11 @@ def evenness(weights: torch.Tensor, batch: Batch) -> torch.Tensor:
     Args:
         weights: (B, h, T, T) decoder self-attention weights.
     """
-    total, count = torch.zeros(weights.shape[1]), 0
-    for b, n in enumerate(batch.numbers):
-        T = len(str(n)) + 1
-        for t in range(1, T):
-            row = weights[b, :, t, : t + 1]  # (h, t + 1)
-            entropy = -(row * row.clamp_min(1e-30).log()).sum(-1)  # (h,)
-            total += entropy / torch.log(torch.tensor(t + 1.0, dtype=row.dtype))
-            count += 1
-    return total / max(count, 1)
+    per_row = []
+    for t, row in _causal_rows(weights, batch, first=1):
+        entropy = -(row * row.clamp_min(1e-30).log()).sum(-1)  # (h,)
+        per_row.append(entropy / math.log(t + 1))
+    return _mean_over_rows(per_row, weights.shape[1])
 
 
 def previous_token_rate(weights: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -154,10 +164,5 @@ def previous_token_rate(weights: torch.Tensor, batch: Batch) -> torch.Tensor:
     Args:
         weights: (B, h, T, T) decoder self-attention weights.
     """
-    hits, total = torch.zeros(weights.shape[1]), 0
-    for b, n in enumerate(batch.numbers):
-        T = len(str(n)) + 1
-        for t in range(2, T):
-            hits += (weights[b, :, t, : t + 1].argmax(-1) == t - 1).float()
-            total += 1
-    return hits / max(total, 1)
+    per_row = [(row.argmax(-1) == t - 1).float() for t, row in _causal_rows(weights, batch, first=2)]
+    return _mean_over_rows(per_row, weights.shape[1])

@@ -23,14 +23,14 @@ Notebook pattern (two code cells, one explorer per chapter)::
     # cell B -- tags: nbval-ignore-output, remove-output; the live widget (Colab, Jupyter)
     mha.widgets.shape_explorer()
 
-Execute such notebooks with ``--ExecutePreprocessor.store_widget_state=False``
-(or strip ``metadata.widgets``): the stored widget state is useless without a
-kernel and would put a few hundred KB of JSON plus CDN scripts on the page.
+Execute such notebooks with ``make execute``: it drops ``metadata.widgets``, the
+stored widget state, which is useless without a kernel and would put a few hundred
+KB of JSON plus CDN scripts on the page.
 """
 from ._base import Explorer, View
 from .heads import (EXAMPLE_SENTENCES, build_head_viewer, head_view, head_view_all, head_viewer, head_viewer_static,
                     head_weights)
-from .masking import MASK_KINDS, build_mask_explorer, mask_explorer, mask_explorer_static, mask_view, mask_weights
+from .masks import MASK_KINDS, build_mask_explorer, mask_explorer, mask_explorer_static, mask_view, mask_weights
 from .scaling import (D_K_CHOICES, build_scaling_explorer, scaling_compare_view, scaling_explorer,
                       scaling_explorer_static, scaling_view, score_stats)
 from .shapes import (build_shape_explorer, head_width_problem, shape_explorer, shape_explorer_static,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import torch
 
-from ..widgets.masking import MASK_DEFAULTS, MASK_KINDS, MASK_WORDS, MAX_PADDED, mask_weights
+from ..widgets.masks import MASK_DEFAULTS, MASK_KINDS, MASK_WORDS, MAX_PADDED, mask_weights
 from ._figure import InteractiveFigure, base_config, heatmap, rounded, wrap
 
 __all__ = ["mask_states", "mask_figure", "MAX_LENGTH"]
