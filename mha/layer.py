@@ -111,7 +111,7 @@ class MultiHeadAttention(nn.Module):
             output (B, L, d_model); with ``need_weights=True`` the tuple
             ``(output, weights)``, weights (B, h, L, S).
         """
-        mask = self._check(query, key, value, mask, is_causal)
+        mask = self._validate(query, key, value, mask, is_causal)
         # Step 2: three Linear projections
         q = self.W_q(query)  # (B, L, d_model)
         k = self.W_k(key)  # (B, S, h_kv * d_k)
@@ -149,7 +149,7 @@ class MultiHeadAttention(nn.Module):
         """
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be an mha.KVCache (use KVCache() to start), got {type(cache).__name__}")
-        mask = self._check(query, key, value, mask, is_causal, cached=cache.length)
+        mask = self._validate(query, key, value, mask, is_causal, cached=cache.length)
         q = split_heads(self.W_q(query), self.n_heads)  # (B, h, L, d_k)
         k = split_heads(self.W_k(key), self.n_kv_heads)  # (B, h_kv, S_new, d_k)
         cache = cache.append(k, split_heads(self.W_v(value), self.n_kv_heads))  # (B, h_kv, S, d_k) each
@@ -171,7 +171,7 @@ class MultiHeadAttention(nn.Module):
             mask = apply_causal(mask, q.shape[-2], k.shape[-2], device=q.device)  # (L, S) or (B, h, L, S)
         return scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, L, d_k), (B, h, L, S)
 
-    def _check(self, query, key, value, mask, is_causal, cached: int = 0):
+    def _validate(self, query, key, value, mask, is_causal, cached: int = 0):
         """Validate the inputs, once, here; return the mask as bool broadcastable to (B, h, L, S).
 
         ``cached``: keys already in a KV cache, so S = cached + the new keys.

@@ -152,7 +152,7 @@ def test_asset_fetch_is_skipped_when_current_and_checks_the_tarball(tmp_path, mo
     tgz = tmp_path / "x.tgz"
     tgz.write_bytes(b"not mathjax")
     with pytest.raises(RuntimeError, match="sha256"):
-        fetch_assets._check_sha256(tgz, fetch_assets.MATHJAX_TGZ_SHA256)
+        fetch_assets._verify_sha256(tgz, fetch_assets.MATHJAX_TGZ_SHA256)
 
 
 def test_mathjax_and_generated_files_are_not_committed():

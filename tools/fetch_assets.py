@@ -111,7 +111,7 @@ def _npm_pack(spec: str, dest: pathlib.Path) -> pathlib.Path:
     return tarballs[0]
 
 
-def _check_sha256(path: pathlib.Path, expected: str) -> None:
+def _verify_sha256(path: pathlib.Path, expected: str) -> None:
     got = hashlib.sha256(path.read_bytes()).hexdigest()
     if got != expected:
         raise RuntimeError(f"{path.name}: sha256 {got} but expected {expected} (tools/fetch_assets.py)")
@@ -135,7 +135,7 @@ def fetch(a: NpmAsset, vendor: pathlib.Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         tgz = _npm_pack(a.spec, tmp)
-        _check_sha256(tgz, a.sha256)
+        _verify_sha256(tgz, a.sha256)
         package = _safe_extract(tgz, tmp)
         source = package / a.source
         target = vendor / a.dest

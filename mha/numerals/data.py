@@ -79,7 +79,7 @@ def encode_source(words) -> tuple[torch.Tensor, torch.Tensor]:
 
 def encode_target(numbers) -> tuple[torch.Tensor, torch.Tensor]:
     """Numbers -> ``(tgt_in (B, T), tgt_out (B, T))`` with T = most digits in the batch + 1."""
-    digits = [str(_check_number(n)) for n in numbers]
+    digits = [str(_validate_number(n)) for n in numbers]
     T = max(len(d) for d in digits) + 1
     tgt_in = torch.full((len(digits), T), PAD, dtype=torch.long)  # (B, T)
     tgt_out = torch.full((len(digits), T), PAD, dtype=torch.long)  # (B, T)
@@ -111,14 +111,14 @@ def decode_target(ids: torch.Tensor) -> list[str]:
 
 def make_batch(numbers) -> Batch:
     """The :class:`Batch` of a list of numbers."""
-    numbers = tuple(_check_number(n) for n in numbers)
+    numbers = tuple(_validate_number(n) for n in numbers)
     words = tuple(to_chinese(n) for n in numbers)
     src, src_mask = encode_source(words)
     tgt_in, tgt_out = encode_target(numbers)
     return Batch(numbers, words, src, src_mask, tgt_in, tgt_out)
 
 
-def _check_number(n) -> int:
+def _validate_number(n) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NUMBER:
         raise ValueError(f"numbers must be ints in [0, {MAX_NUMBER:,}], got {n!r}")
     return n

@@ -168,7 +168,7 @@ class NumeralTransformer(nn.Module):
             raise ValueError(f"sequence too long: positions up to {offset + L}, the model has {self.pe.shape[0]}")
         return table(ids) * math.sqrt(self.cfg.d_model) + self.pe[offset: offset + L]  # (B, L, d_model)
 
-    def _check_ids(self, ids, name, vocab):
+    def _validate_ids(self, ids, name, vocab):
         if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
             raise ValueError(f"{name} must be a (B, L) torch.long tensor of token ids, "
                              f"got {getattr(ids, 'dtype', type(ids).__name__)} {tuple(getattr(ids, 'shape', ()))}")
@@ -180,7 +180,7 @@ class NumeralTransformer(nn.Module):
 
         With ``need_weights=True`` returns ``(memory, [weights (B, h, S, S) per layer])``.
         """
-        self._check_ids(src, "src", SRC_TOKENS)
+        self._validate_ids(src, "src", SRC_TOKENS)
         x = self._embed(src, self.src_embed)  # (B, S, d_model)
         maps = []
         for layer in self.encoder_layers:
@@ -196,7 +196,7 @@ class NumeralTransformer(nn.Module):
         and one (B, h, T, S) tensor per decoder layer. Padding at the end of
         ``tgt_in`` needs no mask: a real token never sees a later position.
         """
-        self._check_ids(tgt_in, "tgt_in", TGT_TOKENS)
+        self._validate_ids(tgt_in, "tgt_in", TGT_TOKENS)
         y = self._embed(tgt_in, self.tgt_embed)  # (B, T, d_model)
         self_maps, cross_maps = [], []
         for layer in self.decoder_layers:
@@ -234,7 +234,7 @@ class NumeralTransformer(nn.Module):
             ``(logits (B, V_tgt), caches)``; with ``need_weights=True``
             ``(logits, caches, cross weights [(B, h, 1, S)] per layer)``.
         """
-        self._check_ids(token, "token", TGT_TOKENS)
+        self._validate_ids(token, "token", TGT_TOKENS)
         if token.shape[1] != 1:
             raise ValueError(f"decode_step takes one token per sequence, shape (B, 1); got {tuple(token.shape)}")
         if caches is None:
