@@ -96,7 +96,11 @@ INSPECT = r"""async () => {
     math: maths.length, rendered: document.querySelectorAll('mjx-container').length,
     unrendered_math: unrendered, math_errors: merrors, raw_tex: raw,
     colab: [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => a.href),
-    overflow_px: document.documentElement.scrollWidth - window.innerWidth,
+    // the layout viewport (clientWidth): with mobile emulation window.innerWidth grows to the content
+    overflow_px: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    widest: [...document.querySelectorAll('article *')]
+      .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+      .slice(-3).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}: ${e.textContent.trim().slice(0, 60)}`),
   };
 }"""
 
@@ -248,7 +252,8 @@ def test_colab_link_opens_this_notebook(browsed, page):
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_phone_width_has_no_sideways_scrolling(browsed, page):
     r = browsed["pages"][("phone", page.name)]
-    assert r["overflow_px"] <= 1, f"{page.html} is {r['overflow_px']} px wider than a {PHONE['width']} px phone"
+    assert r["overflow_px"] <= 1, (f"{page.html} is {r['overflow_px']} px wider than a {PHONE['width']} px phone; "
+                                   f"sticking out: {r['widest']}")
 
 
 def _title_docs(site: pathlib.Path, word: str) -> set:

@@ -264,12 +264,12 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
                   const figs = [...document.querySelectorAll('.mha-vega-figure')];
                   const label = document.querySelector('.mha-vega-figure svg .role-axis-label text');
                   return {
-                    overflow_px: document.documentElement.scrollWidth - window.innerWidth,
+                    overflow_px: document.documentElement.scrollWidth - document.documentElement.clientWidth,
                     figure_overflow_px: Math.max(...figs.map(f => f.scrollWidth - f.clientWidth)),
                     figure_right: Math.max(...figs.map(f => f.getBoundingClientRect().right)),
                     drawn_width: Math.max(...figs.map(f => Math.max(...[...f.querySelectorAll('svg, .vega-bindings')]
                       .map(e => e.getBoundingClientRect().width)))),
-                    width: window.innerWidth,
+                    width: document.documentElement.clientWidth,
                     page_theme: document.documentElement.dataset.theme,
                     figure_themes: figs.map(f => f.dataset.theme),
                     label_fill: label ? label.getAttribute('fill') : null,

@@ -103,7 +103,7 @@ def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
                 container.screenshot(path=str(shots / f"{exercise_id}.png"))
             pages[page_info.name] = {
                 "errors": log, "found": found,
-                "overflow_px": page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth"),
+                "overflow_px": page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth"),
             }
             page.close()
         browser.close()
