@@ -39,6 +39,13 @@ __all__ = ["EXERCISES", "questions", "container_id", "bundles", "show", "RIGHT",
 RIGHT = "正确。"  # every feedback text starts with one of these two words
 WRONG = "不对。"
 MAX_WIDTH = 600  # px, jupyterquiz's own default; the page is narrower on a phone
+# jupyterquiz's own interface words (its JavaScript has no language setting), said in Chinese
+UI_WORDS = {
+    "Type numeric answer here:": "输入数字：",
+    "Type your answer here:": "输入答案：",
+    "Incorrect -- try again.": WRONG + "再试一次。",
+    "Correct!": RIGHT,
+}
 
 
 # ---------------------------------------------------------------- building blocks
@@ -535,9 +542,19 @@ def bundles(exercise_id: str) -> list:
     page["text/html"] = tag.replace(drawn.group(1), mine) + "</div>" + page["text/html"][len(tag):].replace(
         drawn.group(1), mine)
     page["text/plain"] = f"网页自测：练习 {exercise_id}（{len(questions(exercise_id))} 道题，在网页上或运行这一格后作答）"
-    script["application/javascript"] = script["application/javascript"].replace(drawn.group(1), mine)
+    script["application/javascript"] = _in_chinese(script["application/javascript"].replace(drawn.group(1), mine))
     script["text/plain"] = f"jupyterquiz {jupyterquiz.__version__}"
     return [page, script]
+
+
+def _in_chinese(script: str) -> str:
+    """jupyterquiz's script with its interface words (:data:`UI_WORDS`) in Chinese."""
+    for english, chinese in UI_WORDS.items():
+        quoted = f'"{english}"'
+        if quoted not in script:
+            raise RuntimeError(f"jupyterquiz's script no longer says {quoted}: update mha.selfcheck.UI_WORDS")
+        script = script.replace(quoted, f'"{chinese}"')
+    return script
 
 
 def show(exercise_id: str) -> None:

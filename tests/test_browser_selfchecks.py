@@ -80,10 +80,11 @@ def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
             page.wait_for_function(MATHJAX_READY, timeout=20_000)
             page.evaluate("() => MathJax.startup.promise.then(() => true)")
             mine = [e for e in sc.EXERCISES if page_of(e) == page_info]
-            found = {}
+            found, labels = {}, {}
             for exercise_id in mine:
                 container = page.locator(f"#{sc.container_id(exercise_id)}")
                 found[exercise_id] = container.locator(".Quiz").count()
+                labels[exercise_id] = container.locator("label.InpLabel").all_inner_texts()
                 for index, question in enumerate(sc.questions(exercise_id)):
                     wrapper = container.locator(".Quiz").nth(index)
                     seen = []
@@ -102,7 +103,7 @@ def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
                     results[(exercise_id, index)] = seen
                 container.screenshot(path=str(shots / f"{exercise_id}.png"))
             pages[page_info.name] = {
-                "errors": log, "found": found,
+                "errors": log, "found": found, "labels": labels,
                 "overflow_px": page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth"),
             }
             page.close()
@@ -125,6 +126,13 @@ def test_wrong_then_right_answers_get_their_feedback(answered, exercise_id, inde
         state = "correct" if s["correct"] else "incorrect"
         assert state in s["class"].split(), f"answer {s['answer']!r}: feedback shown as {s['class']!r}"
         assert s["text"].startswith(sc.RIGHT if s["correct"] else sc.WRONG)
+
+
+def test_answer_boxes_are_labelled_in_chinese(answered):
+    labels = {e: answered["pages"][page_of(e).name]["labels"][e] for e in sc.EXERCISES}
+    numeric = {e: sum(q["type"] == "numeric" for q in sc.questions(e)) for e in sc.EXERCISES}
+    assert {e: len(v) for e, v in labels.items()} == numeric
+    assert {text.strip() for v in labels.values() for text in v} == {sc.UI_WORDS["Type numeric answer here:"]}
 
 
 def test_self_check_pages_log_no_console_errors(answered):

@@ -271,6 +271,13 @@ def test_bundle_is_a_closed_container_and_its_script(exercise_id):
     assert f"show_questions(questions{cid}, {cid})" in js
     assert f"var questions{cid}=" + json.dumps(sc.questions(exercise_id)) in js
     assert "网页自测" in page["text/plain"]
+    for english, chinese in sc.UI_WORDS.items():  # jupyterquiz's interface words, said in Chinese
+        assert english not in js and f'"{chinese}"' in js, english
+
+
+def test_a_jupyterquiz_that_changed_its_words_is_named():
+    with pytest.raises(RuntimeError, match="Type numeric answer here"):
+        sc._in_chinese('lab.innerHTML = "Type your answer here:"; "Incorrect -- try again."; "Correct!"')
 
 
 # ---------------------------------------------------------------- the notebooks
