@@ -1,5 +1,6 @@
 """mha.numerals: the reading rules, the data split, the model, the shipped weights and the command line."""
 import json
+import os
 import random
 import subprocess
 import sys
@@ -62,6 +63,13 @@ def test_readings_are_unique_and_parse_back():
     ("2026", "'2' at position 0"),
     ("两千零二十六x", "'x' at position 6"),
     ("一亿", "'亿'"),
+    # spoken short forms: the last digit counts one place down, and the message says so
+    ("一百一", "short form of 110 (its last digit counts in the next place down); this course writes it in full: '一百一十'"),
+    ("三千五", "short form of 3500"),
+    ("两万三", "short form of 23000"),
+    ("一万一", "'一万一千'"),
+    ("一万一千一", "'一万一千一百'"),
+    ("三百零二万四", "short form of 3024000"),
 ])
 def test_parse_refuses_with_a_clear_message(text, needle):
     with pytest.raises(NumeralError, match=None) as info:
@@ -283,9 +291,20 @@ def test_train_runs_with_progress_bar_and_snapshots(capsys):
 
 # ---------------------------------------------------------------- command line
 
-def _cli(args=(), stdin=None):
+def _cli(args=(), stdin=None, env=None):
     return subprocess.run([sys.executable, "-m", "mha.numerals", *args], input=stdin, capture_output=True,
-                          text=True, encoding="utf-8", timeout=120)
+                          text=True, encoding="utf-8", timeout=120, env=env)
+
+
+def test_cli_speaks_utf8_under_an_ascii_locale():
+    ascii_env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="ascii")
+    run = _cli(stdin="十二\n二千\n", env=ascii_env)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stdout.splitlines()[0] == "12" and "两千" in run.stdout.splitlines()[1]
+    bad_bytes = subprocess.run([sys.executable, "-m", "mha.numerals"], input=b"\xff\xfe\n", capture_output=True,
+                               timeout=120, env=ascii_env)
+    assert bad_bytes.returncode == 1 and b"Traceback" not in bad_bytes.stderr, bad_bytes.stderr
+    assert bad_bytes.stdout.decode("utf-8").startswith("error:")
 
 
 def test_cli_converts_arguments():

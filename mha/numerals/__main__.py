@@ -65,5 +65,14 @@ def main(argv=None) -> int:
     return 0 if ok else 1
 
 
+def _use_utf8() -> None:
+    """Read and write UTF-8 whatever the locale says: the numerals are Chinese, and under an ASCII
+    locale (``LC_ALL=C``) printing them would end in a UnicodeEncodeError traceback. Input bytes
+    that are not UTF-8 become U+FFFD, which parse() then names as a non-numeral character."""
+    sys.stdin.reconfigure(encoding="utf-8", errors="replace")
+    sys.stdout.reconfigure(encoding="utf-8")
+
+
 if __name__ == "__main__":
+    _use_utf8()
     sys.exit(main())

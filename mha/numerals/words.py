@@ -22,7 +22,9 @@ The reading rules (the ones taught in Chinese primary school, made exact):
 
 Every number has exactly one reading, and :func:`parse` accepts exactly these
 readings: it refuses a string that names a number in any other way (``二千``,
-``一十二``, ``三万五百``) and says how this course writes it.
+``一十二``, ``三万五百``) and says how this course writes it. Spoken short forms
+(``一百一`` for 110, ``三千五`` for 3500) are recognised as such and refused with the
+full reading (``一百一十``).
 """
 from __future__ import annotations
 
@@ -119,6 +121,24 @@ def digit_sources(n: int) -> list[int | None]:
     return [where.get(len(digits) - 1 - k) if d != "0" else None for k, d in enumerate(digits)]
 
 
+_SHORT_FORM_PLACE = {"百": 10, "千": 100, "万": 1000}  # 一百一 = 110, 三千五 = 3500, 一万一 = 11000
+
+
+def _spoken_short_form(text: str) -> int | None:
+    """The number a spoken short form names (``一百一`` -> 110), or None if ``text`` is not one.
+
+    Everyday speech drops the unit after a final digit that directly follows 百, 千 or 万:
+    that digit then counts in the next place down. (After 十 nothing is dropped: 十一 is 11.)
+    """
+    if len(text) < 3 or text[-2] not in _SHORT_FORM_PLACE or _VALUE.get(text[-1], 0) == 0:
+        return None
+    try:
+        n = _value(text[:-1], text) + _VALUE[text[-1]] * _SHORT_FORM_PLACE[text[-2]]
+    except NumeralError:
+        return None
+    return n if n <= MAX_NUMBER and to_chinese(n) != text else None
+
+
 def _value(text: str, whole: str) -> int:
     """Lenient value of a string over the alphabet (may accept non-canonical forms)."""
     if text.count("万") > 1:
@@ -177,6 +197,10 @@ def parse(text: str) -> int:
         listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
         raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
                            f"allowed: {ALPHABET}")
+    spoken = _spoken_short_form(text)
+    if spoken is not None:
+        raise NumeralError(f"{text!r} is the spoken short form of {spoken} (its last digit counts in the next place "
+                           f"down); this course writes it in full: {to_chinese(spoken)!r}")
     n = _value(text, text)
     if n > MAX_NUMBER:  # cannot happen with one 万 and groups <= 9999, kept as a guard
         raise NumeralError(f"{text!r} is larger than {MAX_NUMBER:,}")
