@@ -23,8 +23,10 @@ def fmt(x, decimals: int = 4) -> str:
     """Format a tensor, array or number with exactly ``decimals`` decimals.
 
     Args:
-        x: a ``torch.Tensor`` (any shape, float, int or bool), a numpy array, a
-            Python or numpy number, or a list of numbers.
+        x: a ``torch.Tensor`` (any shape and real dtype: float, bfloat16, int or bool;
+            it may require grad), a numpy array, a Python or numpy number, or a list of
+            numbers or tensors. Complex values raise ``TypeError`` (there is no imaginary
+            part to drop silently).
         decimals: digits after the decimal point (ignored for integer and bool values).
 
     Returns:
@@ -33,13 +35,16 @@ def fmt(x, decimals: int = 4) -> str:
     """
     if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
         raise ValueError(f"decimals must be a non-negative int, got {decimals!r}")
-    if isinstance(x, torch.Tensor):
-        array = x.detach().cpu().numpy()
-    elif isinstance(x, (numbers.Number, np.generic, np.ndarray, list, tuple)):
+    if isinstance(x, (torch.Tensor, list, tuple)):
+        array = np.asarray(_plain(x))
+    elif isinstance(x, (numbers.Number, np.generic, np.ndarray)):
         array = np.asarray(x)
     else:
         raise TypeError(f"fmt expects a tensor, an array or numbers, got {type(x).__name__}")
-    if array.dtype.kind not in "fc":  # ints and bools print as they are
+    if array.dtype.kind == "c":
+        raise TypeError(f"fmt prints real numbers, got complex dtype {array.dtype}; "
+                        "format x.real and x.imag separately")
+    if array.dtype.kind != "f":  # ints and bools print as they are
         return np.array2string(array, separator=", ") if array.ndim else str(array.item())
     array = np.asarray(np.round(array.astype(np.float64), decimals))
     array[array == 0] = 0.0  # -0.0 -> 0.0: a tiny negative must not print as "-0.0000"
@@ -47,6 +52,22 @@ def fmt(x, decimals: int = 4) -> str:
         return f"{array.item():.{decimals}f}"
     return np.array2string(array, separator=", ", floatmode="fixed", precision=decimals,
                            suppress_small=True, max_line_width=120, threshold=10_000)
+
+
+def _plain(x):
+    """Tensors (also inside lists) as numpy values: detached, on the CPU, floats as float64.
+
+    numpy has no bfloat16, and a tensor that requires grad refuses ``.numpy()``; float64
+    holds every float16, bfloat16 and float32 value exactly, so the rounding is unchanged.
+    """
+    if isinstance(x, (list, tuple)):
+        return [_plain(item) for item in x]
+    if not isinstance(x, torch.Tensor):
+        return x
+    if x.device.type == "meta":
+        raise ValueError(f"fmt needs values, got a meta tensor of shape {tuple(x.shape)} (it has none)")
+    x = x.detach().cpu()
+    return (x.double() if x.is_floating_point() else x).numpy()
 
 
 class Source:

@@ -8,6 +8,8 @@ not know about PyTorch's class.)
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import nn
 
@@ -17,7 +19,13 @@ __all__ = ["from_torch", "to_torch"]
 
 
 def from_torch(reference: nn.MultiheadAttention) -> MultiHeadAttention:
-    """Build an :class:`mha.MultiHeadAttention` with ``reference``'s weights, dtype and device."""
+    """Build an :class:`mha.MultiHeadAttention` with ``reference``'s weights, dtype and device.
+
+    The returned layer is always batch-first: it reads (B, L, d_model). A ``reference``
+    built with ``batch_first=False`` (PyTorch's default) reads (L, B, d_model) instead; its
+    weights are copied all the same, with a ``UserWarning``: feed the new layer
+    ``x.transpose(0, 1)`` and transpose its output back, or the numbers silently differ.
+    """
     if not isinstance(reference, nn.MultiheadAttention):
         raise TypeError(f"expected torch.nn.MultiheadAttention, got {type(reference).__name__}")
     if not reference._qkv_same_embed_dim:
@@ -27,6 +35,14 @@ def from_torch(reference: nn.MultiheadAttention) -> MultiHeadAttention:
         )
     if reference.bias_k is not None or reference.add_zero_attn:
         raise ValueError("add_bias_kv=True and add_zero_attn=True are not part of the lecture's layer")
+    if not reference.batch_first:
+        warnings.warn(
+            "the reference has batch_first=False and reads (L, B, d_model), but the mha layer is batch-first "
+            "and reads (B, L, d_model): give it x.transpose(0, 1) and transpose its output back "
+            "(or build the reference with batch_first=True)",
+            UserWarning,
+            stacklevel=2,
+        )
     bias = reference.in_proj_bias is not None
     weight = reference.in_proj_weight
     layer = MultiHeadAttention(reference.embed_dim, reference.num_heads, dropout=reference.dropout, bias=bias)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .validate import require_float_tensor, require_rank
+from .validate import require_float_tensor, require_rank, require_same_dtype_device
 
 __all__ = ["KVCache"]
 
@@ -51,6 +51,7 @@ class KVCache:
                     f"cache keys and values must have the same shape (B, h, S, d_k), "
                     f"got {tuple(self.keys.shape)} and {tuple(self.values.shape)}"
                 )
+            require_same_dtype_device({"cache keys": self.keys, "cache values": self.values})
 
     @property
     def length(self) -> int:

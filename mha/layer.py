@@ -30,7 +30,7 @@ from torch import nn
 from .kv_cache import KVCache
 from .masks import normalize_mask
 from .steps import apply_causal, fused_attention, merge_heads, repeat_kv_heads, scaled_dot_product_attention, split_heads
-from .validate import require_attention_inputs, require_head_config, require_is_causal
+from .validate import require_attention_inputs, require_head_config, require_is_causal, require_same_dtype_device
 
 __all__ = ["MultiHeadAttention"]
 
@@ -149,7 +149,7 @@ class MultiHeadAttention(nn.Module):
         """
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be an mha.KVCache (use KVCache() to start), got {type(cache).__name__}")
-        mask = self._validate(query, key, value, mask, is_causal, cached=cache.length)
+        mask = self._validate(query, key, value, mask, is_causal, cache)
         q = split_heads(self.W_q(query), self.n_heads)  # (B, h, L, d_k)
         k = split_heads(self.W_k(key), self.n_kv_heads)  # (B, h_kv, S_new, d_k)
         cache = cache.append(k, split_heads(self.W_v(value), self.n_kv_heads))  # (B, h_kv, S, d_k) each
@@ -171,18 +171,31 @@ class MultiHeadAttention(nn.Module):
             mask = apply_causal(mask, q.shape[-2], k.shape[-2], device=q.device)  # (L, S) or (B, h, L, S)
         return scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, L, d_k), (B, h, L, S)
 
-    def _validate(self, query, key, value, mask, is_causal, cached: int = 0):
+    def _validate(self, query, key, value, mask, is_causal, cache: KVCache | None = None):
         """Validate the inputs, once, here; return the mask as bool broadcastable to (B, h, L, S).
 
-        ``cached``: keys already in a KV cache, so S = cached + the new keys.
+        ``cache``: :meth:`decode`'s KV cache; its keys count towards S (S = cached + new keys).
         """
         require_attention_inputs(query, key, value, self.d_model, self.W_q.weight)
-        (B, L), S = query.shape[:2], cached + key.shape[1]
+        (B, L), S = query.shape[:2], key.shape[1]
+        if cache is not None and cache.keys is not None:
+            self._validate_cache(cache, B)
+            S += cache.length
         if require_is_causal(is_causal) and L > S:
             raise ValueError(
                 f"is_causal=True needs L <= S (the queries are the last L of the S key positions), got L={L}, S={S}"
             )
         return None if mask is None else normalize_mask(mask, B, self.n_heads, L, S, device=query.device)
+
+    def _validate_cache(self, cache: KVCache, B: int) -> None:
+        """A non-empty cache must hold (B, h_kv, S_cached, d_k) keys of this layer's dtype, on its device."""
+        require_same_dtype_device({"the layer's weights": self.W_q.weight, "the cache": cache.keys})
+        B_c, h_c, _, d_c = cache.keys.shape
+        if (B_c, h_c, d_c) != (B, self.n_kv_heads, self.d_k):
+            raise ValueError(
+                f"the cache must hold (B, h_kv, S_cached, d_k) = ({B}, {self.n_kv_heads}, S_cached, {self.d_k}) "
+                f"for this layer and query, got {tuple(cache.keys.shape)}"
+            )
 
     def extra_repr(self) -> str:
         kv = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.n_heads else ""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .validate import require_tensor
+from .validate import require_int, require_tensor
 
 __all__ = [
     "padding_mask",
@@ -41,6 +41,7 @@ def padding_mask(token_ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     require_tensor(token_ids, "token_ids")
     if token_ids.dim() != 2:
         raise ValueError(f"token_ids must have shape (B, S), got {tuple(token_ids.shape)}")
+    pad_id = require_int(pad_id, "pad_id")
     keep = token_ids != pad_id  # (B, S)
     return keep[:, None, None, :]  # (B, 1, 1, S)
 
@@ -49,15 +50,22 @@ def padding_mask_from_lengths(lengths: torch.Tensor | list[int], max_len: int) -
     """Key padding mask from sequence lengths.
 
     Args:
-        lengths: (B,) number of real tokens in each sequence.
-        max_len: S, the padded length.
+        lengths: (B,) number of real tokens in each sequence (integers).
+        max_len: S, the padded length (an int >= 0).
 
     Returns:
         (B, 1, 1, S) bool, True at positions ``< length``.
     """
-    lengths = torch.as_tensor(lengths)
+    max_len = require_int(max_len, "max_len")
+    try:
+        lengths = torch.as_tensor(lengths)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"lengths must be a (B,) tensor or list of ints, got {lengths!r} ({error})") from None
     if lengths.dim() != 1:
         raise ValueError(f"lengths must have shape (B,), got {tuple(lengths.shape)}")
+    whole = not (lengths.dtype == torch.bool or lengths.is_floating_point() or lengths.is_complex())
+    if lengths.numel() and not whole:  # ([] is an empty batch, whatever its dtype)
+        raise TypeError(f"lengths must be integers (token counts), got dtype {lengths.dtype}: {lengths.tolist()}")
     if (lengths < 0).any() or (lengths > max_len).any():
         raise ValueError(f"every length must lie in [0, {max_len}], got {lengths.tolist()}")
     positions = torch.arange(max_len, device=lengths.device)  # (S,)
@@ -72,35 +80,35 @@ def causal_mask(L: int, S: int | None = None, device=None) -> torch.Tensor:
     holding ``S - L`` earlier tokens) the triangle is aligned to the bottom
     right, so the last query sees every key.
 
+    ``L == 0`` (no queries) gives an empty (0, S) mask.
+
     Returns:
         (L, S) bool, True = may attend.
     """
-    S = L if S is None else S
-    if L < 1 or S < L:
-        raise ValueError(f"causal_mask needs 1 <= L <= S, got L={L}, S={S}")
+    L = require_int(L, "L")
+    S = L if S is None else require_int(S, "S")
+    if S < L:
+        raise ValueError(f"causal_mask needs 0 <= L <= S, got L={L}, S={S}")
     return torch.ones(L, S, dtype=torch.bool, device=device).tril(diagonal=S - L)  # (L, S)
 
 
 def normalize_mask(mask, B: int, h: int, L: int, S: int, device=None) -> torch.Tensor:
     """Check a user mask and return it as a bool tensor broadcastable to (B, h, L, S).
 
-    Accepts bool tensors, integer tensors and float tensors holding only 0/1
-    (1 = may attend). Raises ``TypeError``/``ValueError`` naming the expected
-    and the actual shape or dtype.
+    Accepts dense bool tensors, and integer or float tensors holding only 0/1
+    (1 = may attend), on ``device``. Raises ``TypeError``/``ValueError`` naming the
+    expected and the actual layout, device, values, shape or dtype.
     """
     require_tensor(mask, "mask")
-    if mask.dtype != torch.bool:
-        if mask.is_floating_point():
-            if not torch.all((mask == 0) | (mask == 1)):
-                raise TypeError(
-                    "mask must be boolean or 0/1 (1 = may attend); got a float mask with other values. "
-                    "Additive float masks (0 / -inf) are not supported: pass mask == 0 instead"
-                )
-        elif mask.is_complex():
-            raise TypeError(f"mask must be boolean or 0/1, got dtype {mask.dtype}")
-        mask = mask != 0
+    if mask.layout != torch.strided:
+        raise TypeError(f"mask must be a dense tensor, got layout {mask.layout}; use mask.to_dense()")
     if device is not None and mask.device != torch.device(device):
         raise ValueError(f"mask is on device {mask.device} but the inputs are on {device}; expected the same device")
+    if mask.dtype != torch.bool:
+        if mask.is_complex():
+            raise TypeError(f"mask must be boolean or 0/1, got dtype {mask.dtype}")
+        _require_zero_one(mask)
+        mask = mask != 0
     target = (B, h, L, S)
     if mask.dim() == 2:
         mask = mask[None, None]  # (1, 1, L, S)
@@ -117,6 +125,19 @@ def normalize_mask(mask, B: int, h: int, L: int, S: int, device=None) -> torch.T
                 f"mask of shape {tuple(mask.shape)} cannot broadcast to (B, h, L, S) = {target}"
             )
     return mask
+
+
+def _require_zero_one(mask: torch.Tensor) -> None:
+    """Raise ``TypeError`` if an integer or float mask holds values other than 0 and 1 (e.g. -inf, 2, -1)."""
+    if mask.device.type == "meta":  # no values to check
+        return
+    other = mask[(mask != 0) & (mask != 1)]
+    if other.numel():
+        examples = ", ".join(list(dict.fromkeys(str(v) for v in other.unique()[:10].tolist()))[:3])  # NaNs repeat
+        hint = (". Additive float masks (0 / -inf) are not supported: pass mask == 0 instead"
+                if mask.is_floating_point() else "")
+        raise TypeError(f"mask must be boolean or 0/1 (1 = may attend), got dtype {mask.dtype} "
+                        f"also holding {examples}{hint}")
 
 
 def to_torch_key_padding_mask(mask: torch.Tensor) -> torch.Tensor:

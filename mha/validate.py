@@ -11,10 +11,12 @@ student's answer.)
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 
 __all__ = ["require_tensor", "require_float_tensor", "require_rank", "require_same_dtype_device",
-           "require_head_config", "require_attention_inputs", "require_is_causal"]
+           "require_finite", "require_int", "require_head_config", "require_attention_inputs", "require_is_causal"]
 
 
 def _shape(t: torch.Tensor) -> str:
@@ -57,6 +59,47 @@ def require_same_dtype_device(tensors: dict[str, torch.Tensor]) -> None:
             raise ValueError(f"{name} is on device {t.device} but {first_name} is on {first.device}; expected the same device")
 
 
+def require_finite(tensors: dict[str, torch.Tensor]) -> None:
+    """Raise ``ValueError`` naming the first tensor that holds NaN or infinity.
+
+    One sum decides the common case cheaply (and, on a GPU, with one synchronisation):
+    any NaN or infinity makes the sum NaN or infinite, so a finite sum means finite
+    values. Only a non-finite sum (bad values, or huge ones whose sum overflows) pays
+    for counting them. A tensor passed under several names (self-attention's query,
+    key and value) is summed once; meta tensors have no values to check.
+    """
+    distinct: dict[int, tuple[str, torch.Tensor]] = {}
+    for name, t in tensors.items():
+        if t.device.type != "meta":
+            distinct.setdefault(id(t), (name, t))
+    if not distinct or torch.isfinite(sum(t.detach().sum() for _, t in distinct.values())):
+        return
+    for name, t in distinct.values():
+        n_nan, n_inf = int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
+        if n_nan or n_inf:
+            raise ValueError(
+                f"{name} must hold finite numbers, got {n_nan} NaN and {n_inf} infinite value(s) "
+                f"in shape {_shape(t)}; attention would spread them over other positions' outputs"
+            )
+
+
+def require_int(value, name: str, minimum: int = 0) -> int:
+    """Return ``value`` as a Python int; ``TypeError`` unless it is an integer (not a bool), ``ValueError`` below ``minimum``.
+
+    Integers of any kind count (``3``, ``numpy.int64(3)``, ``torch.tensor(3)``); ``3.0``, ``"3"``,
+    ``None`` and ``True`` do not.
+    """
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {number}")
+    return number
+
+
 def _is_positive_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
@@ -77,8 +120,10 @@ def require_head_config(d_model, n_heads, dropout: float, n_kv_heads=None) -> No
             f"n_heads must be divisible by n_kv_heads (each K/V head serves a whole group of query heads): "
             f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}"
         )
-    if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    if not isinstance(dropout, (int, float)) or isinstance(dropout, bool):
+        raise TypeError(f"dropout must be a float in [0, 1), got {type(dropout).__name__} {dropout!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
 
 
 def require_is_causal(is_causal) -> bool:
@@ -91,7 +136,11 @@ def require_is_causal(is_causal) -> bool:
 
 
 def require_attention_inputs(query, key, value, d_model: int, weight: torch.Tensor) -> None:
-    """Validate query (B, L, d_model), key/value (B, S, d_model) against each other and the layer's ``weight``."""
+    """Validate query (B, L, d_model), key/value (B, S, d_model) against each other and the layer's ``weight``.
+
+    The values must be finite: a NaN or infinity would come out as NaN on the explicit path
+    but could be masked away on the fused one, so the two paths would disagree silently.
+    """
     for name, t in (("query", query), ("key", key), ("value", value)):
         require_float_tensor(t, name)
     require_rank(query, 3, "query", "(B, L, d_model)")
@@ -107,3 +156,4 @@ def require_attention_inputs(query, key, value, d_model: int, weight: torch.Tens
             f"query and key must have the same batch size B, got query {_shape(query)} and key {_shape(key)}"
         )
     require_same_dtype_device({"query": query, "key": key, "value": value, "the layer's weights": weight})
+    require_finite({"query": query, "key": key, "value": value})

@@ -15,7 +15,7 @@ def test_d_model_not_divisible(layer):
         mha.MultiHeadAttention(512, 3)
     with pytest.raises(TypeError, match="positive ints"):
         mha.MultiHeadAttention(512, 0)
-    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.5"):
+    with pytest.raises(ValueError, match=r"dropout must be a float in \[0, 1\), got 1.5"):
         mha.MultiHeadAttention(8, 2, dropout=1.5)
 
 
@@ -83,7 +83,7 @@ def test_mask_builders_validate():
     """Mask builders are entry points of their own (the step functions are plain math, see mha.steps)."""
     with pytest.raises(ValueError, match=r"every length must lie in \[0, 3\]"):
         mha.padding_mask_from_lengths([4], 3)
-    with pytest.raises(ValueError, match="1 <= L <= S"):
+    with pytest.raises(ValueError, match=r"0 <= L <= S, got L=4, S=2"):
         mha.causal_mask(4, 2)
     with pytest.raises(ValueError, match=r"token_ids must have shape \(B, S\)"):
         mha.padding_mask(torch.ones(3, dtype=torch.long), pad_id=0)
@@ -107,3 +107,80 @@ def test_n_kv_heads_and_is_causal_are_checked_at_the_entry():
 def test_gqa_layer_cannot_become_torch_layer():
     with pytest.raises(ValueError, match="to_multi_head"):
         mha.to_torch(mha.GroupedQueryAttention(8, 4, 2))
+
+
+# The table: (call, expected error, message). Each row is a bad input that once gave a raw
+# torch error, a silent wrong answer or a misleading message.
+_x = torch.randn(1, 3, 8)
+_nan, _inf = _x.clone(), _x.clone()
+_nan[0, 0, 0], _inf[0, 2, 5] = float("nan"), float("-inf")
+_layer = mha.MultiHeadAttention(8, 2, dropout=0.0).eval()
+_explicit = mha.MultiHeadAttention(8, 2, dropout=0.0, fused=False).eval()
+_keys = torch.randn(1, 2, 3, 4)  # (B, h, S, d_k) of _layer
+_ids = torch.tensor([[5, 6, 0]])
+
+BAD_INPUTS = [
+    # non-finite inputs: the fused path used to return finite numbers where the explicit one gave NaN
+    (lambda: _layer(_nan, _x, _x), ValueError, r"query must hold finite numbers, got 1 NaN and 0 infinite"),
+    (lambda: _explicit(_nan, _nan, _nan), ValueError, r"query must hold finite numbers, got 1 NaN"),
+    (lambda: _layer(_x, _inf, _x), ValueError, r"key must hold finite numbers, got 0 NaN and 1 infinite"),
+    (lambda: _layer(_x, _x, _nan), ValueError, r"value must hold finite numbers"),
+    (lambda: _layer.decode(_x, _x, _inf, mha.KVCache()), ValueError, r"value must hold finite numbers"),
+    # the constructor
+    (lambda: mha.MultiHeadAttention(8, 2, dropout="0.1"), TypeError, r"dropout must be a float in \[0, 1\), got str '0.1'"),
+    (lambda: mha.MultiHeadAttention(8, 2, dropout=float("nan")), ValueError, r"got nan"),
+    # mask builders: ints are real ints (not bool, not 3.0), lengths are whole and within [0, S]
+    (lambda: mha.causal_mask(3.0), TypeError, r"L must be an int, got float 3.0"),
+    (lambda: mha.causal_mask(True), TypeError, r"L must be an int, got bool True"),
+    (lambda: mha.causal_mask(2.5, 3), TypeError, r"L must be an int, got float 2.5"),
+    (lambda: mha.causal_mask("3"), TypeError, r"L must be an int, got str '3'"),
+    (lambda: mha.causal_mask(None), TypeError, r"L must be an int, got NoneType None"),
+    (lambda: mha.causal_mask(2, 3.0), TypeError, r"S must be an int, got float 3.0"),
+    (lambda: mha.causal_mask(-1, 2), ValueError, r"L must be an int >= 0, got -1"),
+    (lambda: mha.padding_mask(_ids, None), TypeError, r"pad_id must be an int, got NoneType None"),
+    (lambda: mha.padding_mask(_ids, "0"), TypeError, r"pad_id must be an int, got str '0'"),
+    (lambda: mha.padding_mask_from_lengths([1, 2], 2.5), TypeError, r"max_len must be an int, got float 2.5"),
+    (lambda: mha.padding_mask_from_lengths([1, 2], None), TypeError, r"max_len must be an int, got NoneType"),
+    (lambda: mha.padding_mask_from_lengths([], -1), ValueError, r"max_len must be an int >= 0, got -1"),
+    (lambda: mha.padding_mask_from_lengths([float("nan"), 2.0], 3), TypeError,
+     r"lengths must be integers \(token counts\), got dtype torch.float32: \[nan, 2.0\]"),
+    (lambda: mha.padding_mask_from_lengths([1.5, 2], 3), TypeError, r"lengths must be integers"),
+    (lambda: mha.padding_mask_from_lengths([True, False], 3), TypeError, r"got dtype torch.bool"),
+    (lambda: mha.padding_mask_from_lengths([[1], [2, 3]], 3), TypeError, r"lengths must be a \(B,\) tensor or list"),
+    # masks through forward: device before values, dense only, integer masks 0/1 like float ones
+    (lambda: _layer(_x, _x, _x, mask=torch.ones(3, 3, device="meta")), ValueError, r"mask is on device meta"),
+    (lambda: _layer(_x, _x, _x, mask=torch.ones(3, 3).to_sparse()), TypeError,
+     r"mask must be a dense tensor, got layout torch.sparse_coo"),
+    (lambda: _layer(_x, _x, _x, mask=torch.full((3, 3), 2)), TypeError,
+     r"mask must be boolean or 0/1 \(1 = may attend\), got dtype torch.int64 also holding 2$"),
+    (lambda: _explicit(_x, _x, _x, mask=torch.tensor([[1, 0, -1]] * 3)), TypeError, r"torch.int64 also holding -1$"),
+    (lambda: _layer(_x, _x, _x, mask=torch.full((3, 3), float("nan"))), TypeError, r"also holding nan\. Additive float masks"),
+    # the KV cache: keys and values alike, and alike the layer
+    (lambda: mha.KVCache(_keys, _keys.double()), TypeError,
+     r"cache values has dtype torch.float64 but cache keys has dtype torch.float32"),
+    (lambda: mha.KVCache(_keys, _keys.to("meta")), ValueError, r"cache values is on device meta but cache keys is on cpu"),
+    (lambda: _layer.decode(_x, _x, _x, mha.KVCache(_keys.double(), _keys.double())), TypeError,
+     r"the cache has dtype torch.float64 but the layer's weights has dtype torch.float32"),
+    (lambda: _layer.decode(_x, _x, _x, mha.KVCache(_keys.to("meta"), _keys.to("meta"))), ValueError,
+     r"the cache is on device meta but the layer's weights is on cpu"),
+    (lambda: _layer.decode(_x, _x, _x, mha.KVCache(torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4))), ValueError,
+     r"the cache must hold \(B, h_kv, S_cached, d_k\) = \(1, 2, S_cached, 4\).*got \(1, 1, 3, 4\)"),
+    # fmt prints real numbers only
+    (lambda: mha.fmt(torch.tensor([1 + 2j])), TypeError, r"fmt prints real numbers, got complex dtype complex64"),
+    (lambda: mha.fmt(1 + 2j), TypeError, r"complex dtype complex128"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", BAD_INPUTS, ids=[m for _, _, m in BAD_INPUTS])
+def test_bad_input_gets_a_clear_error(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_finite_check_passes_huge_finite_values():
+    """The one-sum shortcut overflows on huge values; the exact count then lets them through."""
+    from mha.validate import require_finite
+
+    huge = torch.full((4,), 3e38)
+    require_finite({"x": huge, "y": huge})  # no error
+    assert torch.isinf(huge.sum())

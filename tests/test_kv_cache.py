@@ -82,8 +82,11 @@ def test_bad_cache_inputs():
         layer.decode(x, x, x, {"keys": None})
     _, cache = layer.decode(x, x, x, KVCache())
     other_batch = torch.randn(3, 1, 16)
-    with pytest.raises(ValueError, match="match the cache"):
+    with pytest.raises(ValueError, match=r"the cache must hold \(B, h_kv, S_cached, d_k\) = \(3, 4, S_cached, 4\) "
+                                         r"for this layer and query, got \(2, 4, 1, 4\)"):
         layer.decode(other_batch, other_batch, other_batch, cache)
+    with pytest.raises(ValueError, match="match the cache"):
+        cache.append(torch.zeros(3, 4, 1, 4), torch.zeros(3, 4, 1, 4))
     with pytest.raises(ValueError, match="both keys and values"):
         KVCache(torch.zeros(1, 1, 1, 1), None)
     with pytest.raises(ValueError, match="same shape"):

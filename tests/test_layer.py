@@ -1,4 +1,5 @@
 """Behaviour of the layer and the steps: fused vs explicit, rows, masks, determinism, gradients, no NaN."""
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -83,6 +84,18 @@ def test_fully_masked_row_is_zero_not_nan_in_both_paths():
     torch.testing.assert_close(fused, out, atol=1e-5, rtol=1e-5)
     out.sum().backward()
     assert torch.isfinite(x.grad).all()
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_causal_with_no_queries_gives_empty_results_on_both_paths(fused):
+    """L = 0 with is_causal=True: an empty (0, S) causal mask, so both paths agree on the empty output."""
+    layer = mha.MultiHeadAttention(8, 2, dropout=0.0, fused=fused).eval()
+    x = torch.randn(2, 3, 8)
+    assert layer(x[:, :0], x, x, is_causal=True).shape == (2, 0, 8)
+    out, weights = layer(x[:, :0], x, x, is_causal=True, need_weights=True)
+    assert out.shape == (2, 0, 8) and weights.shape == (2, 2, 0, 3)
+    assert layer(x[:, :0], x[:, :0], x[:, :0], is_causal=True).shape == (2, 0, 8)
+    assert mha.causal_mask(0, 3).shape == (0, 3) and mha.causal_mask(0).shape == (0, 0)
 
 
 def test_mask_conventions_and_shapes():

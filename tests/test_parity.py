@@ -1,4 +1,6 @@
 """mha.MultiHeadAttention against torch.nn.MultiheadAttention(batch_first=True) with copied weights."""
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -82,3 +84,17 @@ def test_lecture_shapes():
     assert layer.d_k == 64
     assert out.shape == (2, 4, 512)
     assert weights.shape == (2, 8, 4, 4)
+
+
+def test_from_torch_warns_that_the_layer_is_batch_first():
+    """A batch_first=False reference reads (L, B, E): its weights are copied, with a warning saying how to transpose."""
+    reference = nn.MultiheadAttention(16, 4, dtype=torch.float64).eval()  # PyTorch's default: batch_first=False
+    with pytest.warns(UserWarning, match=r"batch_first=False.*batch-first.*x.transpose\(0, 1\)"):
+        ours = mha.from_torch(reference).eval()
+    x = torch.randn(5, 3, 16, dtype=torch.float64)  # (L, B, E), as the reference reads it
+    expected = reference(x, x, x)[0]  # (L, B, E)
+    got = ours(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1)).transpose(0, 1)
+    torch.testing.assert_close(got, expected, **TOL[torch.float64])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # batch_first=True: nothing to warn about
+        mha.from_torch(nn.MultiheadAttention(16, 4, batch_first=True))

@@ -70,6 +70,16 @@ def test_fmt_layout_and_types():
         mha.fmt("1.0")
 
 
+def test_fmt_takes_half_precision_and_tensors_that_require_grad():
+    assert mha.fmt(torch.tensor([1.5, -0.25], dtype=torch.bfloat16), 2) == "[ 1.50, -0.25]"
+    assert mha.fmt(torch.tensor([0.1], dtype=torch.float16)) == "[0.1000]"  # float16's 0.1 is 0.0999755859375
+    assert mha.fmt(torch.tensor(0.5, dtype=torch.bfloat16)) == "0.5000"
+    w = torch.tensor([0.25, 0.75], requires_grad=True)
+    assert mha.fmt([w[0], w[1]], 2) == "[0.25, 0.75]"
+    assert mha.fmt([torch.tensor([1.0], dtype=torch.bfloat16), torch.tensor([2.0], dtype=torch.bfloat16)], 1) == \
+        "[[1.0],\n [2.0]]"
+
+
 FLOAT_REPR = re.compile(r"tensor\((?:\[|\s)*-?\d+\.")  # torch's repr of a float tensor
 
 
