@@ -20,7 +20,7 @@ import torch
 from ..masks import causal_mask, padding_mask_from_lengths
 from ..steps import attention_scores, scaled_dot_product_attention
 from ._core import (NO_SHORTCUTS, Mistake, NotDone, as_number, as_shape, call, checker, expect_close,
-                    expect_gradients, expect_shape, expect_tensor, is_stub)
+                    expect_gradients, expect_shape, expect_tensor, is_plain_tensor, is_stub)
 
 __all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention"]
 
@@ -78,8 +78,8 @@ def _near(x: float, want: float, rtol: float) -> bool:
 
 def _two_numbers(answer) -> list:
     """``(a, b)`` as a list of two items; a 1-d numpy array or tensor of two numbers is fine too."""
-    if isinstance(answer, (np.ndarray, torch.Tensor)) and answer.ndim == 1:
-        answer = list(answer)
+    if (isinstance(answer, np.ndarray) or is_plain_tensor(answer)) and tuple(answer.shape) == (2,):
+        answer = list(answer)  # the size is checked first: list() of a huge array would exhaust the memory
     if not isinstance(answer, (tuple, list)) or len(answer) != 2:
         raise Mistake("答案应该是两个数组成的元组：(缩放前的方差, 缩放后的方差)")
     return list(answer)
@@ -138,7 +138,7 @@ def _softmax_attention(q, k, v, mask=None, scale=None, dim=-1, fill=-1e9, when="
 
 def _matches(out, candidate) -> bool:
     """Same shape and values as ``candidate`` (float32 or float64 answers alike; NaN matches NaN)."""
-    return (isinstance(out, torch.Tensor) and out.is_floating_point() and out.shape == candidate.shape
+    return (is_plain_tensor(out) and out.is_floating_point() and out.shape == candidate.shape
             and torch.allclose(out.detach().double(), candidate.detach().double(), atol=1e-4, rtol=1e-3, equal_nan=True))
 
 
@@ -241,7 +241,7 @@ def check_attention(fn):
     mask = padding_mask_from_lengths([3, 0], S)  # second sequence: no key at all
     out = _run(fn, q, k, v, mask)
     ref, _ = scaled_dot_product_attention(q, k, v, mask)
-    if (isinstance(out, torch.Tensor) and out.is_floating_point() and out.shape == ref.shape
+    if (is_plain_tensor(out) and out.is_floating_point() and out.shape == ref.shape
             and not torch.isfinite(out[1]).all()):
         raise Mistake("一整行都被屏蔽时输出了 NaN：用 -inf 填分数会让 softmax 算 0/0。"
                       "改用一个有限的很小的数，例如 -1e9 或 torch.finfo(scores.dtype).min，"
