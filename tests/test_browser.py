@@ -75,6 +75,10 @@ def server(built_site):
 
 
 # Runs in the page once MathJax is done: everything the checks need, in one round trip.
+# How far a page sticks out sideways. Measured against the layout viewport (clientWidth): with
+# mobile emulation window.innerWidth grows to the content, so it would never see an overflow.
+PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+
 INSPECT = r"""async () => {
   const imgs = [...document.images];
   imgs.forEach(i => { if (i.loading === 'lazy') i.loading = 'eager'; });
@@ -96,13 +100,12 @@ INSPECT = r"""async () => {
     math: maths.length, rendered: document.querySelectorAll('mjx-container').length,
     unrendered_math: unrendered, math_errors: merrors, raw_tex: raw,
     colab: [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => a.href),
-    // the layout viewport (clientWidth): with mobile emulation window.innerWidth grows to the content
-    overflow_px: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    overflow_px: PAGE_OVERFLOW,
     widest: [...document.querySelectorAll('article *')]
       .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
       .slice(-3).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}: ${e.textContent.trim().slice(0, 60)}`),
   };
-}"""
+}""".replace("PAGE_OVERFLOW", PAGE_OVERFLOW)
 
 MATHJAX_READY = "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise"
 

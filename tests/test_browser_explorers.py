@@ -28,7 +28,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from site_pages import pages
-from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
 import book_ext  # (FIGURE_SCRIPTS, FIGURE_CSS: what a figure page loads)
 
@@ -264,7 +264,7 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
                   const figs = [...document.querySelectorAll('.mha-vega-figure')];
                   const label = document.querySelector('.mha-vega-figure svg .role-axis-label text');
                   return {
-                    overflow_px: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                    overflow_px: PAGE_OVERFLOW,
                     figure_overflow_px: Math.max(...figs.map(f => f.scrollWidth - f.clientWidth)),
                     figure_right: Math.max(...figs.map(f => f.getBoundingClientRect().right)),
                     drawn_width: Math.max(...figs.map(f => Math.max(...[...f.querySelectorAll('svg, .vega-bindings')]
@@ -273,7 +273,7 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
                     page_theme: document.documentElement.dataset.theme,
                     figure_themes: figs.map(f => f.dataset.theme),
                     label_fill: label ? label.getAttribute('fill') : null,
-                  }; }""")
+                  }; }""".replace("PAGE_OVERFLOW", PAGE_OVERFLOW))
                 if name == "phone" and p == FIGURE_PAGES[-1]:  # the phone can still drive a control
                     control = figure.evaluate(CONTROLS)[-1]
                     before = figure.evaluate(SIGNATURE)

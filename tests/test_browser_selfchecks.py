@@ -16,7 +16,7 @@ import re
 import pytest
 
 import mha.selfcheck as sc
-from test_browser import CHROMIUM, CHROMIUM_ARGS, MATHJAX_READY, PAGES, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from test_browser import CHROMIUM, CHROMIUM_ARGS, MATHJAX_READY, PAGE_OVERFLOW, PAGES, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
 QUESTIONS = [(e, i) for e in sc.EXERCISES for i in range(len(sc.questions(e)))]
 NO_MATCH = "12345"  # a number no numeric question lists: the default feedback answers it
@@ -104,7 +104,7 @@ def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
                 container.screenshot(path=str(shots / f"{exercise_id}.png"))
             pages[page_info.name] = {
                 "errors": log, "found": found, "labels": labels,
-                "overflow_px": page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth"),
+                "overflow_px": page.evaluate(f"() => {PAGE_OVERFLOW}"),
             }
             page.close()
         browser.close()

@@ -76,6 +76,12 @@ def _in_checkers(frame) -> bool:
     return frame is not None and frame.f_code.co_filename.startswith(_CHECKER_DIR)
 
 
+def _calling_frame(frame, event):
+    """The frame that made the call a profile event reports: a Python call runs in a new frame
+    (the caller is its f_back); a C builtin runs inside the caller's own frame."""
+    return frame.f_back if event == "call" else frame
+
+
 @functools.lru_cache(maxsize=None)
 def _torch_mha_codes() -> dict:
     from torch import nn
@@ -200,11 +206,11 @@ class _Watch:
             name = _checker_machinery(frame, event)
             if name is None:
                 name = _shortcut_name(frame, event, arg, self.forbid)
-                if name is not None and _via_checker(frame.f_back if event == "call" else frame, self.base):
+                if name is not None and _via_checker(_calling_frame(frame, event), self.base):
                     name = None  # reached through a callable the checker handed over
             if name is not None:
                 self.hits.append(name)
-        if _sets_a_profile(frame, event, arg) and not _in_checkers(frame.f_back if event == "call" else frame):
+        if _sets_a_profile(frame, event, arg) and not _in_checkers(_calling_frame(frame, event)):
             self.tampered = True  # switched off (or re-installed after a gap): some calls went unseen
         if self.previous is not None:
             self.previous(frame, event, arg)
