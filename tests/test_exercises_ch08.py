@@ -435,7 +435,7 @@ class DetachesWeights(nn.Module):
         return out.detach() + (Q.sum() * 0) + (K.sum() * 0) + (V.sum() * 0)
 
 
-# The first six mirror mha/exercises/ch08.py's MISTAKES on purpose: written here independently (own buggy
+# The first six mirror mha/course/exercises/ch08.py's MISTAKES on purpose: written here independently (own buggy
 # class, own expected words), so the checker's diagnosis table is tested, not reused.
 WRONG_8_3 = mistakes_for(check_my_multihead_attention, [
     (make_class(scale=False), "√d_k"),

@@ -21,7 +21,7 @@ At the start of every build it
    (``nb_ipywidgets_js: {}`` in _config.yml turns them off). The live explorer cells are
    tagged ``remove-output``; a static picture stands before each;
 7. gives the pages that hold an interactive figure (``mha.interactive``; the myst-nb
-   plugin ``mha/interactive/myst.py`` renders each as a ``div.mha-vega-figure``) the
+   plugin ``mha/course/interactive/myst.py`` renders each as a ``div.mha-vega-figure``) the
    site's own vega, vega-lite and vega-embed (``_vendor/``, fetched from npm) plus the
    small glue ``tools/static/mha-figures.js`` and its CSS -- and no other page any of it.
 """

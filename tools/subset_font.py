@@ -1,4 +1,4 @@
-"""Build ``mha/data/fonts/mha-cjk-subset.otf``: the characters our figures use, cut from Noto Sans CJK SC.
+"""Build ``mha/course/data/fonts/mha-cjk-subset.otf``: the characters our figures use, cut from Noto Sans CJK SC.
 
 Run after changing the Chinese text of a figure (``mha.viz.cjk.required_characters``)::
 

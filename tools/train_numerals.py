@@ -1,4 +1,4 @@
-"""Train the shipped numeral models and write ``mha/data/numerals_*.pt`` and ``mha/data/numerals.json``.
+"""Train the shipped numeral models and write ``mha/course/data/numerals_*.pt`` and ``mha/course/data/numerals.json``.
 
     python tools/train_numerals.py            # both models, a few minutes on one CPU core
 
@@ -21,8 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mha.numerals import (ACCURACY_THRESHOLD, DATA_DIR, INFO_FILE, NumeralConfig, TrainConfig,  # noqa: E402
-                          exact_match, held_out_numbers, train)
-from mha.numerals import _model_from_state  # noqa: E402
+                          exact_match, held_out_numbers, model_from_state, train)
 
 SEED = 0
 WINDOW = 20  # the loss curve is stored as means over WINDOW steps
@@ -48,7 +47,7 @@ def main(kinds) -> None:
             torch.save({step: half(s) for step, s in history.snapshots.items()}, DATA_DIR / run["snapshot_file"])
         entry = {"file": run["file"], "snapshot_file": run["snapshot_file"], "model": model_cfg.to_dict(),
                  "train": {**train_cfg.to_dict(), "snapshot_steps": list(train_cfg.snapshot_steps)}, "seed": SEED}
-        shipped = _model_from_state(entry, state)
+        shipped = model_from_state(entry, state)
         accuracy = exact_match(shipped, test)
         entry.update({
             "parameters": sum(p.numel() for p in model.parameters()),

@@ -1,7 +1,7 @@
 /* Draw the interactive figures of this page with the site's own vega-embed.
  *
  * Each figure is a <div class="mha-vega-figure"> holding its Vega-Lite spec in a
- * <script type="application/json" class="mha-vega-spec"> (mha/interactive/myst.py writes it;
+ * <script type="application/json" class="mha-vega-spec"> (mha/course/interactive/myst.py writes it;
  * the numbers were computed by `mha` when the notebook ran). tools/book_ext.py adds this
  * file, after vega, vega-lite and vega-embed, only to pages that hold such a div.
  * Only vega-embed's documented API is used: vegaEmbed(element, spec, options) resolves to

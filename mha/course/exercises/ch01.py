@@ -1,0 +1,248 @@
+"""Checkers for chapter 01, 多头注意力是什么.
+
+1.1 predict the output shape of a MultiHeadAttention layer (a tuple)
+1.2 which output positions change when one input token changes (a dict: reasoning)
+1.3 write the experiment that finds the changed positions (a function)
+
+(Counting the layer's parameters is exercise 3.2.)
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._core import Mistake, NotDone, as_int, as_shape, call, checker, is_stub, part
+
+__all__ = ["check_output_shape", "check_changed_positions", "check_changed_positions_fn"]
+
+# ---------------------------------------------------------------- 1.1
+SHAPE_QUESTION = {"B": 2, "L": 7, "d_model": 12, "n_heads": 3}
+
+
+@checker("ch01", "1.1", "预测多头注意力的输出形状")
+def check_output_shape(answer):
+    """``answer``: the shape of ``MultiHeadAttention(12, 3)(x, x, x)`` for x of shape (2, 7, 12)."""
+    from mha.layer import MultiHeadAttention
+
+    if is_stub(answer):
+        raise NotDone()
+    B, L, d_model, h = (SHAPE_QUESTION[k] for k in ("B", "L", "d_model", "n_heads"))
+    d_k = d_model // h
+    shape = as_shape(answer, "你的答案")
+    if shape == (B, h, L, d_k):
+        raise Mistake(f"{shape} 是分头之后、Concat 之前的中间形状 (B, h, L, d_k)；"
+                      "层的最后还有 Concat 和最终 Linear，会把形状还原")
+    if shape == (B, L, d_k):
+        raise Mistake(f"{shape} 只是一个头的宽度 d_k = {d_k}；多个头的结果 Concat 之后宽度回到 d_model = {d_model}")
+    if shape in ((B, h, L, L), (B, L, L)):
+        raise Mistake(f"{shape} 是注意力权重（每个 query 对每个 key 的分数）的形状，不是输出 x′ 的形状")
+    if shape == (L, d_model):
+        raise Mistake(f"{shape} 漏掉了 batch 维 B = {B}：输入有几句话，输出就有几句话")
+    layer = MultiHeadAttention(d_model, h).eval()  # the truth is computed, not typed in
+    x = torch.randn(B, L, d_model)
+    with torch.no_grad():
+        truth = tuple(layer(x, x, x).shape)
+    if shape != truth:
+        raise Mistake(f"你的答案 {shape} 不对。"
+                      "提示：多头注意力是一种特征变换，x′ 和 x 的形状有什么关系？")
+
+
+# ---------------------------------------------------------------- 1.2
+POSITIONS_QUESTION = {"L": 6, "changed": 2}
+
+
+def _true_changed_positions(kind: str, L: int, k: int, d_model: int = 4) -> list[int]:
+    """Change token k of a random sequence and report which output positions move (computed, not assumed)."""
+    from mha.layer import MultiHeadAttention
+
+    layer = nn.Linear(d_model, d_model) if kind == "linear" else MultiHeadAttention(d_model, 2).eval()
+    x = torch.randn(1, L, d_model)
+    x2 = x.clone()
+    x2[0, k] = torch.randn(d_model)
+    with torch.no_grad():
+        y, y2 = (layer(t) if kind == "linear" else layer(t, t, t) for t in (x, x2))
+    moved = (y2 - y).abs().amax(dim=-1)[0] > 1e-6  # (L,)
+    return moved.nonzero().flatten().tolist()
+
+
+def _as_index_list(value, what: str) -> list[int]:
+    """A list of position numbers: list/tuple/set/range, a 1-d integer tensor or array; each item via as_int."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bool:
+            raise Mistake(f"{what} 是布尔张量（每个位置变没变）；要的是发生变化的位置编号列表，"
+                          "可以用 .nonzero().flatten().tolist()")
+        if value.dim() > 1:
+            raise Mistake(f"{what} 应该是位置编号的列表，却是形状 {tuple(value.shape)} 的张量")
+        value = value.reshape(-1).tolist()
+    elif isinstance(value, np.ndarray) and value.ndim <= 1:
+        value = value.reshape(-1).tolist()
+    if isinstance(value, (range, tuple, set, frozenset)):
+        value = list(value)
+    if not isinstance(value, list):
+        raise Mistake(f"{what} 应该是位置编号的列表，例如 [0, 3]，却是 {type(value).__name__}")
+    return [as_int(p, f"{what} 里的位置编号") for p in value]
+
+
+@checker("ch01", "1.2", "改一个 token，哪些位置会变")
+def check_changed_positions(answer):
+    """``answer = {"linear": [...], "mha": [...]}``: positions (0-based) of the output that change
+    when token 2 of a 6-token sequence is replaced, for a position-wise Linear and for self-attention."""
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict):
+        raise Mistake(f'答案应该是字典 {{"linear": [...], "mha": [...]}}，却收到了 {type(answer).__name__}')
+    missing = [k for k in ("linear", "mha") if k not in answer]
+    if missing:
+        raise Mistake(f"字典里缺少键 {missing}；需要 \"linear\" 和 \"mha\" 两个键")
+    L, k = POSITIONS_QUESTION["L"], POSITIONS_QUESTION["changed"]
+    lin = sorted(set(_as_index_list(part(answer["linear"], 'answer["linear"]'), 'answer["linear"]')))
+    att = sorted(set(_as_index_list(part(answer["mha"], 'answer["mha"]'), 'answer["mha"]')))
+    every = list(range(L))
+    for key, got in (("linear", lin), ("mha", att)):
+        if any(p < 0 or p >= L for p in got):
+            if got and all(1 <= p <= L for p in got):
+                raise Mistake(f'answer["{key}"] = {got} 里有位置 {L}：位置编号从 0 开始（0 到 {L - 1}），不是从 1 开始')
+            raise Mistake(f'answer["{key}"] = {got} 超出了范围：{L} 个 token 的位置是 0 到 {L - 1}')
+    truth_lin = _true_changed_positions("linear", L, k)
+    truth_att = _true_changed_positions("mha", L, k)
+    if lin == [k + 1]:
+        raise Mistake(f"被改的是第 {k} 号位置（从 0 开始数），你的答案像是从 1 开始数的")
+    if lin == every:
+        raise Mistake("nn.Linear 对每个位置单独做 x W^T + b，位置之间互不相干：只有被改的那个位置会变")
+    if lin != truth_lin:
+        raise Mistake(f'answer["linear"] = {lin} 不对。提示：Linear 逐个位置计算，位置 j 的输出只用到位置 j 的输入')
+    if att == [k]:
+        raise Mistake("把多头注意力当成了逐位置的 Linear：没有掩码时，每个位置的输出都要对所有 token 加权求和，"
+                      "所以改一个 token，所有位置都会变")
+    if att == list(range(k, L)):
+        raise Mistake("这是加了因果掩码（只能看前面）才会有的结果；这里没有任何掩码，每个 query 都能看到所有 key")
+    if att == [p for p in every if p != k]:
+        raise Mistake("被改的那个位置自己也会变：它的 query、key、value 全都变了")
+    if att != truth_att:
+        raise Mistake(f'answer["mha"] = {att} 不对。提示：没有掩码时，每个位置的输出 x′ 都用到了哪些 token？')
+
+
+# ---------------------------------------------------------------- 1.3
+THRESHOLD = 1e-6
+
+
+def _outputs(f, x: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    """f(x2) - f(x), (B, L, d_model)."""
+    with torch.no_grad():
+        return f(x2) - f(x)
+
+
+def _plus_one(x: torch.Tensor, k: int, rows=slice(None)) -> torch.Tensor:
+    x2 = x.clone()  # never touch the caller's x
+    x2[rows, k] = x2[rows, k] + 1.0
+    return x2
+
+
+def _positions(moved: torch.Tensor) -> list[int]:
+    return moved.nonzero().flatten().tolist()
+
+
+def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
+    delta = _outputs(f, x, _plus_one(x, k))  # (B, L, d_model)
+    return _positions(delta.abs().amax(dim=(0, 2)) > THRESHOLD)  # (L,): did any number of position j move?
+
+
+def _zero_sum_rows(d_model: int) -> torch.Tensor:
+    """A (d_model, d_model) matrix whose rows sum to 0: every output vector t @ M sums to 0 over its features."""
+    m = torch.randn(d_model, d_model)
+    return m - m.mean(dim=1, keepdim=True)
+
+
+def _position_cases():
+    """(description, f, x, k): the checker knows the truth for each by running it.
+
+    The first cases are ordinary layers on random inputs (``torch.roll`` first: every change it makes
+    is +1, so an answer of [] there can only mean the two outputs were the same); the later ones are
+    built so that each typical wrong experiment gives an answer different from the truth:
+
+    * ``roll(x @ M)`` with rows of M summing to 0: a signed sum over the features cancels;
+    * sentence weights (0, 1, 1): changing only the first sentence changes nothing;
+    * sentence signs (+1, -1): a signed sum over the sentences cancels;
+    * ``-2 * x``: every change is negative, so a comparison without ``.abs()`` misses it;
+    * token k already all 1: "set token k to 1" changes nothing.
+    """
+    from mha.layer import MultiHeadAttention
+    from mha.masks import causal_mask
+
+    cases = []
+    for B, L, d_model, k in [(1, 6, 4, 2), (3, 5, 8, 0), (2, 7, 6, 6)]:
+        linear = nn.Linear(d_model, d_model)
+        attn = MultiHeadAttention(d_model, 2).eval()
+        for name, f in [
+            ("torch.roll(x, 1, dims=1)", lambda t: torch.roll(t, 1, dims=1)),  # first: every change is +1
+            ("nn.Linear", lambda t, linear=linear: linear(t)),
+            ("MultiHeadAttention", lambda t, attn=attn: attn(t, t, t)),
+            ("MultiHeadAttention + causal_mask", lambda t, attn=attn: attn(t, t, t, causal_mask(t.shape[1]))),
+        ]:
+            cases.append((name, f, torch.randn(B, L, d_model), k))
+    m = _zero_sum_rows(4)
+    cases.append(("torch.roll(x @ M, 2, dims=1)（M 的每一行加起来是 0）",
+                  lambda t: torch.roll(t @ m, 2, dims=1), torch.randn(2, 6, 4), 1))
+    w = torch.tensor([0.0, 1.0, 1.0])[:, None, None]
+    cases.append(("x * w（第 0 句的权重 w 是 0，第 1、2 句是 1）", lambda t: t * w, torch.randn(3, 5, 4), 3))
+    s = torch.tensor([1.0, -1.0])[:, None, None]
+    cases.append(("x * s（第 0 句乘 +1，第 1 句乘 −1）", lambda t: t * s, torch.randn(2, 5, 6), 0))
+    cases.append(("-2 * x", lambda t: -2 * t, torch.randn(1, 4, 4), 2))
+    linear = nn.Linear(4, 4)
+    ones = torch.randn(2, 6, 4)
+    ones[:, 4] = 1.0  # token k is already all ones
+    cases.append(("nn.Linear（这组 x 里位置 k 的 token 本来就全是 1）", lambda t: linear(t), ones, 4))
+    return cases
+
+
+SIGNED = ("把变化量带着正负号加在了一起：不同特征维（或不同句子）上的 +a 和 −a 会互相抵消，看起来就像没变；"
+          "先取绝对值 .abs() 再汇总（或者用 != 比较每个数）")
+
+
+def _wrong_experiments(f, x: torch.Tensor, k: int):
+    """(answer of a typical wrong experiment, what it did wrong), in the order they are tried."""
+    x2 = _plus_one(x, k)
+    delta = _outputs(f, x, x2)  # (B, L, d_model)
+    set_to_one = x.clone()
+    set_to_one[:, k] = 1.0
+    yield (_positions((x2 - x).abs().amax(dim=(0, 2)) > 0),
+           "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)")
+    yield (_positions(_outputs(f, x, set_to_one).abs().amax(dim=(0, 2)) > THRESHOLD),
+           f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上加 1：这组 x 里位置 {k} 本来就全是 1，"
+           "设成 1 等于没改；要写 x2[:, k] = x2[:, k] + 1")
+    yield (_positions(_outputs(f, x, _plus_one(x, k, rows=0)).abs().amax(dim=(0, 2)) > THRESHOLD),
+           "看起来你只改了第一句话（x2[0, k]）；要改每一句话的位置 k：x2[:, k]")
+    for moved in (delta.sum(dim=(0, 2)).abs() > THRESHOLD, delta.sum(dim=2).abs().amax(dim=0) > THRESHOLD,
+                  delta.sum(dim=0).abs().amax(dim=1) > THRESHOLD, delta.sum(dim=(0, 2)) != 0):
+        yield _positions(moved), SIGNED
+    yield (_positions(delta.amax(dim=(0, 2)) > THRESHOLD),
+           "没有取绝对值：输出变小（变化为负）的位置被漏掉了；要比较变化量的绝对值 .abs() 是否超过 1e-6")
+    yield _positions(delta.sum(dim=(0, 2)) > THRESHOLD), SIGNED
+    if x.shape[1] != x.shape[2]:
+        yield (_positions(delta.abs().amax(dim=(0, 1)) > THRESHOLD),
+               "你在位置这一维上取了最大值，得到的是“哪些特征维变了”；"
+               "x 的形状是 (B, L, d_model)，位置是第 1 维，要在第 0 和第 2 维上汇总")
+
+
+@checker("ch01", "1.3", "写一个实验：找出输出里变化的位置")
+def check_changed_positions_fn(fn):
+    """``fn(f, x, k) -> list[int]``: add 1 to token k of every sequence of x (B, L, d_model), run ``f`` on
+    both versions and return, in ascending order, the positions j whose output vector changed."""
+    for name, f, x, k in _position_cases():
+        what = f"changed_positions({name}, x {tuple(x.shape)}, k={k})"
+        out = _as_index_list(call(fn, f, x, k, what="changed_positions"), f"{what} 的返回值")
+        truth = _changed_positions_reference(f, x, k)
+        if out == truth:
+            continue
+        if sorted(out) == truth:
+            raise Mistake(f"{what} 返回 {out}：位置对了，但请按从小到大的顺序返回")
+        if out == [p + 1 for p in truth]:
+            raise Mistake(f"{what} 返回 {out}，应为 {truth}：位置编号从 0 开始，不是从 1 开始")
+        for wrong, message in _wrong_experiments(f, x, k):
+            if out == wrong != truth:
+                raise Mistake(f"{what} 返回 {out}，应为 {truth}：{message}")
+        if out == [] and truth:
+            raise Mistake(f"{what} 返回 []，应为 {truth}：两次输出完全一样，说明“改过的 x”其实没改到，"
+                          "或者两次都用了同一个张量")
+        raise Mistake(f"{what} 返回 {out}，应为 {truth}")

@@ -1,0 +1,135 @@
+"""Checkers for chapter 06, 步骤 5：Concat.
+
+* 6.1 predict the shapes after ``transpose(1, 2)`` and after ``view``;
+* 6.2 implement ``merge_heads`` (no ``mha``);
+* 6.3 take head i back out of the concatenated tensor.
+
+The answer keys come from :func:`mha.merge_heads` and :func:`mha.split_heads` themselves.
+"""
+from __future__ import annotations
+
+import torch
+
+from mha.steps import merge_heads, split_heads
+from ._core import (MHA, Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
+                    expect_tensor, is_stub)
+
+__all__ = ["check_concat_shapes", "check_merge_heads", "check_head_from_concat"]
+
+# ---------------------------------------------------------------- 6.1
+CONCAT_CASE = (3, 4, 5, 16)  # heads: (B, h, L, d_k)
+
+
+def _same(a, b: torch.Tensor, atol: float = 1e-6) -> bool:
+    """Same shape and values (float32 and float64 answers alike); used to name a typical mistake."""
+    return (isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
+            and torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=1e-5))
+
+
+@checker("ch06", "6.1", "预测 Concat 途中的两个形状")
+def check_concat_shapes(answer):
+    """``answer``: ``(shape after heads.transpose(1, 2), shape after .contiguous().view(B, L, -1))``."""
+    B, h, L, d_k = CONCAT_CASE
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        raise Mistake("答案应该是两个形状组成的元组：(transpose 之后的形状, view 之后的形状)")
+    first = as_shape(answer[0], "transpose 之后的形状")
+    second = as_shape(answer[1], "view 之后的形状")
+    t = torch.zeros(CONCAT_CASE).transpose(1, 2)
+    want_first, want_second = tuple(t.shape), tuple(t.contiguous().view(B, L, -1).shape)
+    if first == (B, h, L, d_k):
+        raise Mistake(f"transpose 之后的形状 {first} 和原来一样：transpose(1, 2) 交换第 1 轴（头）和第 2 轴（token）")
+    if first == (B, h, d_k, L):
+        raise Mistake(f"transpose 之后的形状 {first}：那是 transpose(2, 3) 的结果；这里交换的是第 1、2 轴（头和 token）")
+    if first != want_first:
+        raise Mistake(f"transpose 之后的形状 {first} 不对。提示：(B, h, L, d_k) 交换第 1、2 轴")
+    if second == (B, h, L * d_k):
+        raise Mistake(f"view 之后的形状 {second} 把 L 和 d_k 合并了；Concat 合并的是每个 token 的 h 个头：h × d_k")
+    if second == (B, L, d_k):
+        raise Mistake(f"view 之后的形状 {second} 只剩一个头的宽度；拼接后宽度是 h × d_k = {h * d_k}")
+    if second == (B, L, h, d_k):
+        raise Mistake(f"{second} 还是四维：view 要把最后两维 (h, d_k) 合成一维 h × d_k")
+    if second != want_second:
+        raise Mistake(f"view 之后的形状 {second} 不对。提示：(B, L, h, d_k) 的最后两维合并")
+
+
+# ---------------------------------------------------------------- 6.2
+MERGE_CASES = [(1, 2, 3, 4), (2, 4, 5, 3), (3, 3, 2, 5)]  # (B, h, L, d_k): h != d_k, L > 1
+
+
+def call_merge(fn, x, what):
+    """Call the student's merge (no ``mha``); a ``view`` on a non-contiguous tensor is named as such."""
+    try:
+        return call(fn, x, what=what, forbid=(MHA,))
+    except Mistake as m:
+        if "view size is not compatible" in str(m):
+            raise Mistake("忘了 .contiguous()：transpose 之后张量在内存里不再连续，直接 .view 会报错；"
+                          "先 .contiguous() 再 .view，或者用 .reshape") from None
+        raise
+
+
+@checker("ch06", "6.2", "实现 merge_heads")
+def check_merge_heads(fn):
+    """``fn(x)``: (B, h, L, d_k) -> (B, L, h * d_k), the inverse of split_heads; no ``mha``, x unchanged."""
+    for B, h, L, d_k in MERGE_CASES:
+        x = torch.randn(B, h, L, d_k)
+        out = expect_tensor(call_merge(fn, x, "你的 merge_heads"), "merge_heads 的返回值")
+        want = merge_heads(x)  # (B, L, h * d_k)
+        if tuple(out.shape) == (B, L, h, d_k):
+            raise Mistake(f"返回了 {tuple(out.shape)}：transpose 做了，还差一步 .view(B, L, h * d_k) 把最后两维合并")
+        expect_shape(out, want.shape, "merge_heads 的返回值",
+                     hint="(B, h, L, d_k) → transpose(1, 2) → (B, L, h, d_k) → view → (B, L, h × d_k)")
+        if _same(out, x.reshape(B, L, h * d_k)):
+            raise Mistake("没有 transpose 就直接 view/reshape 成 (B, L, h × d_k)：形状对了，"
+                          "但把不同 token 的数混进了同一行。要先 transpose(1, 2) 把 token 轴换到前面")
+        if _same(out, torch.cat([x[:, i] for i in reversed(range(h))], dim=-1)):
+            raise Mistake("头的拼接顺序反了：head_1 应该占最前面的 d_k 列，head_h 占最后的 d_k 列")
+        if _same(out, x.permute(0, 2, 3, 1).reshape(B, L, h * d_k)):
+            raise Mistake("把 d_k 和 h 的顺序弄反了，结果里各个头的数交错排列；"
+                          "每个头的 d_k 个数应该连成一段：先 transpose(1, 2) 得到 (B, L, h, d_k) 再合并")
+        expect_close(out, want, "merge_heads 的返回值",
+                     hint="它应该等于 torch.cat([x[:, i] for i in range(h)], dim=-1)")
+        y = torch.randn(B, L, h * d_k)
+        back = expect_tensor(call_merge(fn, split_heads(y, h), "你的 merge_heads"), "merge_heads(split_heads(y))")
+        expect_close(back, y, "merge_heads(split_heads(y))", hint="merge_heads 应该正好撤销 split_heads")
+
+    # merge_heads is a step of a layer that trains: the gradient must flow back to x
+    x = torch.randn(2, 3, 4, 5, requires_grad=True)
+    out = expect_tensor(call_merge(fn, x, "你的 merge_heads"), "x 需要梯度时 merge_heads 的返回值")
+    expect_shape(out, (2, 4, 15), "x 需要梯度时 merge_heads 的返回值")
+    expect_gradients(out, {"x": x}, "merge_heads 的返回值")
+
+
+# ---------------------------------------------------------------- 6.3
+HEAD_CASES = [(2, 3, 4, 5), (1, 4, 6, 2)]  # (B, L, h, d_k), h != d_k
+
+
+@checker("ch06", "6.3", "从 Concat 的结果里取回第 i 个头")
+def check_head_from_concat(fn):
+    """``fn(concat, i, n_heads)``: concat (B, L, h * d_k), i from 0 (head_1) -> head i's (B, L, d_k)."""
+    for B, L, h, d_k in HEAD_CASES:
+        heads = torch.randn(B, h, L, d_k)
+        concat = merge_heads(heads)  # (B, L, h * d_k)
+        for i in range(h):
+            out = expect_tensor(call(fn, concat, i, h, what="你的函数"), f"第 i={i} 个头")
+            want = heads[:, i]  # (B, L, d_k)
+            if out.dim() == 3 and out.shape[-1] == 0:
+                raise Mistake(f"i={i} 时切出了一个空张量 {tuple(out.shape)}：i 从 0 开始数，"
+                              "i=0 就是 head_1，占 [0, d_k) 列；切片是 [i*d_k, (i+1)*d_k)")
+            if tuple(out.shape) == (B, L, h):
+                raise Mistake(f"取出的形状是 {tuple(out.shape)}：切片宽度用了 n_heads，"
+                              f"应该用每个头的宽度 d_k = d_model / n_heads = {d_k}")
+            expect_shape(out, want.shape, f"第 i={i} 个头",
+                         hint="每个头在最后一维占连续的 d_k 列：[i*d_k, (i+1)*d_k)")
+            if _same(out, concat[..., i::h]):
+                raise Mistake("用了步长切片 concat[..., i::h]，好像各个头是交错排列的；"
+                              "其实 Concat 把每个头的 d_k 个数连成一段：concat[..., i*d_k:(i+1)*d_k]")
+            if 0 < i + 1 < h and _same(out, heads[:, i + 1]):
+                raise Mistake(f"i={i} 时取到了下一个头：i 从 0 开始数，i=0 就是 head_1，占 [0, d_k) 列")
+            if i > 0 and _same(out, heads[:, i - 1]):
+                raise Mistake(f"i={i} 时取到了上一个头：i 从 0 开始数，head_(i+1) 占 [i*d_k, (i+1)*d_k) 列")
+            if _same(out, concat.view(B, h, L, d_k)[:, i]):
+                raise Mistake("把 concat 直接 view 成 (B, h, L, d_k) 会打乱 token 和头；"
+                              "应该 view 成 (B, L, h, d_k) 再取 [:, :, i]，或者直接切最后一维")
+            expect_close(out, want, f"第 i={i} 个头", hint="concat[..., i*d_k:(i+1)*d_k]")

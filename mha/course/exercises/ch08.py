@@ -1,0 +1,350 @@
+"""Checkers for chapter 8, the full layer.
+
+* 8.1 the shape of every intermediate tensor of one forward pass;
+* 8.2 copy the weights of an ``nn.MultiheadAttention`` into ``mha.MultiHeadAttention``;
+* 8.3 assemble a whole ``MultiHeadAttention`` from torch basics.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+
+import torch
+from torch import nn
+
+from mha.interop import from_torch
+from mha.layer import MultiHeadAttention
+from mha.masks import causal_mask, padding_mask_from_lengths
+from mha.steps import attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
+from ._core import (MHA, NO_SHORTCUTS, Mistake, NotDone, as_shape_dict, call, checker, expect_close,
+                    expect_gradients, expect_tensor, is_stub)
+
+__all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention"]
+
+LINEARS = ("W_q", "W_k", "W_v", "W_o")
+
+# ---------------------------------------------------------------- 8.1
+SHAPE_KEYS = ("projected_q", "split_q", "scores", "heads", "concat", "output")
+
+
+@functools.lru_cache(maxsize=None)
+def reference_shapes(B, L, S, d_model, n_heads) -> dict:
+    """The shapes of one (cross-)attention forward pass, read off by running ``mha``'s steps and layer."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        layer = MultiHeadAttention(d_model, n_heads, dropout=0.0).eval()
+    query, source = torch.zeros(B, L, d_model), torch.zeros(B, S, d_model)
+    with torch.no_grad():
+        projected_q = project(query, layer.W_q)  # (B, L, d_model)
+        split_q = split_heads(projected_q, n_heads)  # (B, h, L, d_k)
+        split_k = split_heads(project(source, layer.W_k), n_heads)  # (B, h, S, d_k)
+        split_v = split_heads(project(source, layer.W_v), n_heads)  # (B, h, S, d_k)
+        scores = attention_scores(split_q, split_k)  # (B, h, L, S)
+        heads, _ = scaled_dot_product_attention(split_q, split_k, split_v)  # (B, h, L, d_k)
+        concat = merge_heads(heads)  # (B, L, d_model)
+        output = layer(query, source, source)  # (B, L, d_model)
+    tensors = dict(projected_q=projected_q, split_q=split_q, scores=scores, heads=heads, concat=concat, output=output)
+    return {key: tuple(tensors[key].shape) for key in SHAPE_KEYS}
+
+
+@checker("ch08", "8.1", "写出每一步的形状")
+def check_layer_shapes(fn):
+    """``fn(B, L, S, d_model, n_heads)`` -> dict of shapes (tuples) for the keys :data:`SHAPE_KEYS`."""
+    for B, L, S, d_model, h in [(2, 4, 4, 512, 8), (3, 5, 7, 12, 3), (1, 1, 6, 8, 2)]:
+        got = as_shape_dict(call(fn, B, L, S, d_model, h, what="layer_shapes"), SHAPE_KEYS, "layer_shapes 的返回值")
+        want = reference_shapes(B, L, S, d_model, h)
+        for key in SHAPE_KEYS:
+            value = got[key]
+            if value == want[key]:
+                continue
+            hint = ""
+            if key == "scores" and value == (B, h, L, L) and L != S:
+                hint = "。提示：scores 的最后一维是 Key 的长度 S，不是 Query 的长度 L（交叉注意力里两者不同）"
+            elif key == "split_q" and value == (B, L, h, d_model // h):
+                hint = "。提示：view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面"
+            elif key in ("heads", "split_q") and value and value[-1] == d_model:
+                hint = "。提示：每个头只有 d_k = d_model / h 维"
+            raise Mistake(f"(B, L, S, d_model, h) = {(B, L, S, d_model, h)} 时，{key} 应该是 {want[key]}，你写的是 {value}{hint}")
+
+
+# ---------------------------------------------------------------- 8.2
+def _torch_reference(d_model, h, bias=True):
+    """A float64 ``nn.MultiheadAttention`` with random weights (and large random biases)."""
+    torch.manual_seed(d_model * 31 + h)
+    reference = nn.MultiheadAttention(d_model, h, bias=bias, batch_first=True, dtype=torch.float64).eval()
+    if bias:
+        with torch.no_grad():
+            reference.in_proj_bias.normal_()
+            reference.out_proj.bias.normal_()
+    return reference
+
+
+def _linears_intact(ours, d_model, bias, dtype):
+    """After the student's function, ``ours`` must still hold four d_model x d_model Linears."""
+    for name in LINEARS:
+        linear = getattr(ours, name, None)
+        if not isinstance(linear, nn.Linear):
+            raise Mistake(f"你的函数把 ours.{name} 换成了 {type(linear).__name__}：只要把权重复制进原来的 nn.Linear")
+        if tuple(linear.weight.shape) != (d_model, d_model) or linear.weight.dtype != dtype:
+            raise Mistake(f"ours.{name}.weight 变成了形状 {tuple(linear.weight.shape)}、dtype {linear.weight.dtype}；"
+                          f"应该保持 {(d_model, d_model)}、{dtype}：用 .copy_() 把数复制进去，不要换掉张量")
+        if bias and linear.bias is None:
+            raise Mistake(f"ours.{name}.bias 变成了 None：reference 有偏置时，要把它复制进 ours.{name}.bias")
+
+
+@checker("ch08", "8.2", "把 nn.MultiheadAttention 的权重装进 W_q, W_k, W_v, W_o")
+def check_load_from_torch(fn):
+    """``fn(ours, reference)`` copies ``reference``'s weights into ``ours`` (in place); ``reference`` must not change."""
+    for d_model, h, bias in [(8, 2, True), (12, 3, True), (8, 4, False)]:
+        reference = _torch_reference(d_model, h, bias)
+        ours = MultiHeadAttention(d_model, h, dropout=0.0, bias=bias).double().eval()
+        with torch.no_grad():
+            for p in ours.parameters():
+                p.zero_()
+            returned = call(fn, ours, reference, what="load_from_torch", forbid=(MHA,), may_modify=(0,),
+                            may_return_none=True, shortcut_hint="请自己从 in_proj_weight、out_proj 里逐块复制权重")
+        _linears_intact(ours, d_model, bias, torch.float64)
+        x = torch.randn(2, 5, d_model, dtype=torch.float64)
+        with torch.no_grad():
+            want = reference(x, x, x)[0]
+            got = ours(x, x, x)
+        if torch.allclose(got, want, atol=1e-10):
+            continue
+        d = d_model
+        w = reference.in_proj_weight.detach()
+        loaded = {name: getattr(ours, name).weight.detach() for name in LINEARS}
+        if all((loaded[name] == 0).all() for name in LINEARS):
+            if isinstance(returned, nn.Module):
+                raise Mistake("ours 的权重还全是 0：你的函数返回了一个新的层，却没有改动 ours；"
+                              "要把权重原地复制进 ours.W_q 等（用 .copy_()）")
+            raise Mistake("W_q, W_k, W_v, W_o 的权重全是 0：你的函数没有把权重复制进去（用 .copy_()，在 torch.no_grad() 里）")
+        if torch.equal(loaded["W_q"], w[:d].T):
+            raise Mistake("W_q.weight 被转置了：nn.Linear 的 weight 形状是 (out, in)，in_proj_weight 的每一块也是 (out, in)，直接复制，不要 .T")
+        if not torch.equal(loaded["W_q"], w[:d]) and torch.equal(loaded["W_q"], w[d:2 * d]):
+            raise Mistake("Q、K、V 的顺序弄错了：in_proj_weight 按 Q、K、V 的顺序把三块 (d_model, d_model) 叠在一起")
+        if bias and torch.equal(loaded["W_q"], w[:d]) and (ours.W_q.bias == 0).all():
+            raise Mistake("忘了复制偏置：in_proj_bias 也按 Q、K、V 切成三段，out_proj.bias 给 W_o")
+        if torch.equal(loaded["W_v"], w[2 * d:]) and not torch.equal(loaded["W_o"], reference.out_proj.weight):
+            raise Mistake("W_o 没有装对：它来自 reference.out_proj.weight（和 out_proj.bias）")
+        raise Mistake(f"复制后输出和 nn.MultiheadAttention 不一致（d_model={d_model}, h={h}, bias={bias}），"
+                      f"最大误差 {(got - want).abs().max().item():.3g}")
+
+
+# ---------------------------------------------------------------- 8.3
+def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True, merge_ok=True,
+             use_wo=True, invert_mask=False):
+    """The full forward pass with one deliberate mistake switched on (for diagnosing)."""
+    B, L, d = q.shape
+    S = k.shape[1]
+    h = layer.n_heads
+    d_k = d // h
+
+    def split(x, n):
+        if split_ok:
+            return x.view(B, n, h, d_k).transpose(1, 2)  # (B, h, n, d_k)
+        return x.reshape(B, h, n, d_k)  # the bug: no transpose
+
+    qh, kh, vh = split(layer.W_q(q), L), split(layer.W_k(k), S), split(layer.W_v(v), S)
+    scores = qh @ kh.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(d_k)
+    if mask is not None:
+        keep = mask != 0  # bool, whatever the mask's dtype
+        if invert_mask:
+            keep = ~keep
+        scores = scores.masked_fill(~keep, -1e9)
+    weights = torch.softmax(scores, dim=softmax_dim)
+    heads = weights @ vh  # (B, h, L, d_k)
+    concat = heads.transpose(1, 2).reshape(B, L, d) if merge_ok else heads.reshape(B, L, d)
+    return layer.W_o(concat) if use_wo else concat
+
+
+MISTAKES = [
+    (dict(scale=False), "忘了除以 √d_k：scores = Q Kᵀ / √d_k"),
+    (dict(softmax_dim=-2), "softmax 的轴错了：要在最后一维（Key 的轴，dim=-1）上做 softmax，让每个 Query 的权重加起来是 1"),
+    (dict(split_ok=False), "分头时直接 view/reshape 成 (B, h, L, d_k) 而没有先 view 成 (B, L, h, d_k) 再 transpose(1, 2)，不同 token 的数被混在一起了"),
+    (dict(merge_ok=False), "Concat 时没有先 transpose(1, 2) 回 (B, L, h, d_k) 就 view 成 (B, L, d_model)，各个头的结果拼错了位置"),
+    (dict(use_wo=False), "忘了最后的 Linear W^O：Concat 之后还要经过 self.W_o"),
+    (dict(invert_mask=True), "掩码的方向反了：mask 为 1/True 的位置可以看，为 0/False 的位置才要填 -1e9（masked_fill(mask == 0, -1e9)）"),
+]
+
+# (kind, d_model, h, B, L, S): self-attention without a mask argument, cross-attention (L != S) with mask=None,
+# a causal (L, S) bool mask, a padding (B, 1, 1, S) bool mask, and a 0/1 integer (B, 1, L, S) mask.
+CASES = [("self", 8, 2, 2, 5, 5), ("cross", 12, 3, 3, 4, 6), ("causal", 16, 4, 1, 6, 6),
+         ("padding", 8, 2, 2, 3, 5), ("0/1", 8, 2, 2, 4, 6)]
+
+
+def _mask(kind, B, L, S):
+    if kind == "causal":
+        return causal_mask(L)  # (L, S) bool
+    if kind == "padding":
+        return padding_mask_from_lengths([S, 2], S)  # (B, 1, 1, S) bool
+    if kind == "0/1":
+        keep = causal_mask(L, S) & padding_mask_from_lengths([S, S - 2], S)  # (B, 1, L, S); every row sees a key
+        return keep.long()
+    return None
+
+
+def _ready_made(base) -> str | None:
+    """The name of a ready-made attention class (any class of ``mha``, or ``nn.MultiheadAttention``), else None."""
+    if base is nn.MultiheadAttention:
+        return "nn.MultiheadAttention"
+    module = getattr(base, "__module__", "") or ""
+    if (module == "mha" or module.startswith("mha.")) and not module.startswith("mha.exercises"):
+        return f"mha.{base.__name__}"
+    return None
+
+
+def _reject_ready_made(cls) -> None:
+    """The class handed in must not be, nor inherit from, a ready-made layer."""
+    for base in cls.__mro__:
+        name = _ready_made(base)
+        if name is not None:
+            how = "就是" if base is cls else "继承了"
+            raise Mistake(f"这道题要你自己实现，不能直接用现成的 {name}（你交上来的类{how}它）；"
+                          "请从 nn.Module 继承，只用 torch 的基本运算（view、transpose、@、softmax、masked_fill……）写出来")
+    if not issubclass(cls, nn.Module):
+        raise Mistake(f"{cls.__name__} 应该继承 nn.Module：class {cls.__name__}(nn.Module): ...，"
+                      "并在 __init__ 里先调用 super().__init__()")
+
+
+def _build(cls, d_model, h) -> nn.Module:
+    """Construct the student's layer (no shortcuts) and check its four Linears."""
+    try:
+        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=NO_SHORTCUTS)
+    except Mistake as m:
+        if "before Module.__init__() call" in str(m):
+            raise Mistake(f"{m}。提示：__init__ 的第一行要写 super().__init__()，之后才能给 self 挂 nn.Linear") from None
+        raise
+    if not isinstance(layer, nn.Module):  # e.g. __new__ returned something else
+        raise Mistake(f"{cls.__name__}(d_model, n_heads) 应该得到一个 nn.Module，却得到了 {type(layer).__name__}")
+    dtypes = set()
+    for name in LINEARS:
+        linear = getattr(layer, name, None)
+        if not isinstance(linear, nn.Linear):
+            raise Mistake(f"{cls.__name__} 需要一个名为 {name} 的 nn.Linear 属性（d_model → d_model），"
+                          f"实际是 {type(linear).__name__}")
+        if tuple(linear.weight.shape) != (d_model, d_model):
+            raise Mistake(f"{name}.weight 的形状应该是 {(d_model, d_model)}，实际是 {tuple(linear.weight.shape)}"
+                          f"（{name} 应该是 nn.Linear(d_model, d_model)）")
+        if linear.bias is None:
+            raise Mistake(f"{name} 没有偏置（bias=False）：题目要的是 nn.Linear(d_model, d_model)，默认带偏置；"
+                          "讲义的层和 nn.MultiheadAttention 的四个 Linear 都有偏置，检查会把同一组偏置装进你的层")
+        dtypes.add(linear.weight.dtype)
+    if len(dtypes) > 1 or not dtypes <= {torch.float32, torch.float64}:
+        raise Mistake(f"W_q, W_k, W_v, W_o 的 dtype 应该都是 float32（nn.Linear 的默认），实际是 {sorted(map(str, dtypes))}")
+    _check_forward_signature(layer, cls)
+    return layer.eval()  # no dropout while comparing
+
+
+def _check_forward_signature(layer, cls) -> None:
+    """``forward(Q, K, V, mask=None)``: four positional arguments, the mask optional."""
+    try:
+        signature = inspect.signature(layer.forward)
+    except (TypeError, ValueError):
+        return
+    for n_args, message in ((4, "forward 要接受 4 个参数 forward(Q, K, V, mask=None)：检查会把掩码作为第 4 个参数传进去"),
+                            (3, "forward 的 mask 要有默认值 None：forward(Q, K, V, mask=None)，不传 mask 就是不加掩码")):
+        try:
+            signature.bind(*range(n_args))
+        except TypeError:
+            raise Mistake(f"{cls.__name__}.{message}") from None
+
+
+def _load(student, reference) -> None:
+    with torch.no_grad():
+        for name in LINEARS:
+            getattr(student, name).weight.copy_(getattr(reference, name).weight)
+            getattr(student, name).bias.copy_(getattr(reference, name).bias)
+
+
+def _forward(student, cls, args, shape) -> torch.Tensor:
+    """Run the student's forward (no shortcuts, inputs unchanged) and check what comes back."""
+    B, h, L, S, d_model = shape
+    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=NO_SHORTCUTS)
+    if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
+        if len(out) == 2 and isinstance(out[1], torch.Tensor) and out[0].shape == (B, h, L, S):
+            raise Mistake("forward 返回了 (weights, ...)：应该只返回输出张量 (B, L, d_model)")
+        raise Mistake("forward 应该只返回输出张量 (B, L, d_model)，不要返回 (output, weights) 元组")
+    out = expect_tensor(out, "forward 的返回值")
+    if not out.is_floating_point():
+        raise Mistake(f"forward 的返回值的 dtype 应该是浮点数，实际是 {out.dtype}")
+    if tuple(out.shape) == (B, h, L, S):
+        raise Mistake(f"forward 返回的是注意力权重 (B, h, L, S) = {(B, h, L, S)}，应该返回输出 (B, L, d_model)")
+    return out
+
+
+def _matches(out, ref, atol=1e-5) -> bool:
+    return out.shape == ref.shape and torch.allclose(out.detach().double(), ref.detach().double(), atol=atol, rtol=1e-4)
+
+
+def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
+    student = _build(cls, d_model, h)
+    dtype = student.W_q.weight.dtype
+    reference = from_torch(_torch_reference(d_model, h))  # float64, the answer key
+    _load(student, reference)
+    q = torch.randn(B, L, d_model, dtype=torch.float64)
+    kv = q if kind in ("self", "causal") else torch.randn(B, S, d_model, dtype=torch.float64)
+    with torch.no_grad():
+        want = reference(q, kv, kv, mask=mask)
+    q_in = q.to(dtype)
+    kv_in = q_in if kv is q else kv.to(dtype)
+    args = (q_in, kv_in, kv_in) if kind == "self" else (q_in, kv_in, kv_in, mask)
+    out = _forward(student, cls, args, (B, h, L, S, d_model))
+    where = f"{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}"
+    if _matches(out, want):
+        return
+    for switches, message in MISTAKES:
+        with torch.no_grad():
+            variant = _variant(reference, q, kv, kv, mask, **switches)
+        if _matches(out, variant):
+            raise Mistake(f"{message}（{where}）")
+    expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
+                 hint="逐步对照 mha.MultiHeadAttention.forward：投影 → 分头 → 注意力 → Concat → W^O")
+
+
+@checker("ch08", "8.3", "亲手组装 MultiHeadAttention")
+def check_my_multihead_attention(cls):
+    """``cls(d_model, n_heads)`` with Linears ``W_q, W_k, W_v, W_o``; ``forward(Q, K, V, mask=None)`` -> (B, L, d_model).
+
+    Forbidden (while constructing and in forward): ``mha``, ``F.scaled_dot_product_attention``,
+    ``nn.MultiheadAttention``. The inputs must not change; gradients must reach Q, K, V and the weights.
+    """
+    if is_stub(cls):
+        raise NotDone()
+    if not isinstance(cls, type):
+        raise Mistake(f"请把类本身（例如 MyMultiHeadAttention）交给检查函数，而不是 {type(cls).__name__}")
+    _reject_ready_made(cls)
+    for kind, d_model, h, B, L, S in CASES:
+        mask = _mask(kind, B, L, S)
+        try:
+            _check_case(cls, kind, d_model, h, B, L, S, mask)
+        except Mistake as mistake:
+            if kind != "0/1":
+                raise
+            try:  # right with the same mask as bool? then say what differs
+                _check_case(cls, kind, d_model, h, B, L, S, mask.bool())
+            except Mistake:
+                raise mistake from None
+            raise Mistake("mask 也可以是 0/1 的整数张量（题目说 1/True 可以看，0/False 挡住）：你的层用 bool 掩码是对的，"
+                          f"用 0/1 掩码却不对（{mistake}）；用 mask == 0 找出要挡住的位置，而不是 ~mask") from None
+
+    # Gradients: a layer that cannot train is wrong. Cross-attention with a padding mask, Q, K, V distinct.
+    d_model, h, B, L, S = 12, 3, 2, 3, 5
+    student = _build(cls, d_model, h)
+    dtype = student.W_q.weight.dtype
+    Q, K, V = (torch.randn(B, n, d_model, dtype=dtype, requires_grad=True) for n in (L, S, S))
+    out = _forward(student, cls, (Q, K, V, padding_mask_from_lengths([S, 2], S)), (B, h, L, S, d_model))
+    expect_gradients(out, {"Q": Q, "K": K, "V": V, **{f"{n}.weight": getattr(student, n).weight for n in LINEARS}},
+                     "forward 的输出")
+
+    # The same weights in nn.MultiheadAttention (the notebook's final comparison).
+    torch_ref = _torch_reference(8, 2)
+    student = _build(cls, 8, 2)
+    _load(student, from_torch(torch_ref))
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    out = _forward(student, cls, (x.to(student.W_q.weight.dtype),) * 3, (2, 2, 3, 3, 8))
+    with torch.no_grad():
+        want = torch_ref(x, x, x)[0]
+    expect_close(out, want, "和 nn.MultiheadAttention 的比较")

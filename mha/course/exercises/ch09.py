@@ -1,0 +1,236 @@
+"""Checkers for chapter 09, the worked example "You are welcome PAD".
+
+* 9.1 build the padding mask from token ids,
+* 9.2 compute one head's attention weights by hand,
+* 9.3 predict the shapes when the middle widths differ from d_model (d_k, d_v free).
+
+The answer keys come from the course package itself (:func:`mha.padding_mask`, the steps of
+:mod:`mha.steps`), computed by the checker, never by the student's code: the student's code
+runs under :func:`call`, which forbids the shortcuts each prompt rules out.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from mha.masks import padding_mask
+from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
+from ._core import (MHA, NO_SHORTCUTS, Mistake, as_shape_dict, call, checker, expect_close, expect_gradients,
+                    expect_shape, expect_tensor)
+
+__all__ = ["check_padding_mask", "check_one_head_weights", "check_middle_widths"]
+
+
+# ---------------------------------------------------------------- 9.1 padding mask
+
+# (token ids, pad id): ids below AND above the pad id, so that only `!=` gives the right mask.
+PADDING_CASES = [
+    ([[0, 5, 1, 2, 3, 3], [4, 3, 3, 3, 3, 3], [2, 0, 1, 5, 4, 6]], 3),  # PAD id 3, real ids on both sides
+    ([[1, 2, 3, 0]], 0),  # the worked example: You are welcome PAD
+    ([[5, 6, 7, 8, 1, 1], [9, 2, 0, 1, 1, 1]], 1),  # PAD id 1, a real token with id 0
+    ([[4, 9, 9], [9, 9, 9]], 9),  # PAD id is the largest id (a sequence that is all PAD)
+]
+
+
+@checker("ch09", "9.1", "从 token id 构造 padding mask")
+def check_padding_mask(fn):
+    """``fn(token_ids (B, S) int64, pad_id int) -> (B, 1, 1, S) bool``, True = real token (may attend).
+
+    Accepted: exactly shape (B, 1, 1, S) and dtype torch.bool. Rejected with a
+    named mistake: a call of ``mha`` (``mha.padding_mask``), inverted polarity
+    (True at PAD), ``>``/``<`` instead of ``!=``, a hard-coded PAD id, shape
+    (B, S) or another layout, 0/1 integers or floats instead of bool, a
+    mutated input.
+    """
+    for ids, pad_id in PADDING_CASES:
+        token_ids = torch.tensor(ids)
+        B, S = token_ids.shape
+        out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(MHA,)),
+                            "你的 padding mask")
+        want = padding_mask(token_ids, pad_id)  # (B, 1, 1, S)
+        if out.numel() == B * S and out.dtype == torch.bool:
+            flat, right = out.reshape(B, S), want.reshape(B, S)
+            if not torch.equal(flat, right):
+                if torch.equal(flat, ~right):
+                    raise Mistake("掩码的极性反了：你在 PAD 的位置放了 True。本课约定 True = 可以被关注（真实 token），"
+                                  "PAD 处应为 False——这和 torch.nn.MultiheadAttention 的 key_padding_mask（True = 忽略）正好相反")
+                if torch.equal(flat, token_ids != 0) or torch.equal(flat, token_ids > 0):
+                    raise Mistake(f"你把 PAD 的 id 写死成了 0；这一组输入的 pad_id 是 {pad_id}，要用参数 pad_id 来比较")
+                for op, wrong in ((">", token_ids > pad_id), ("<", token_ids < pad_id)):
+                    if torch.equal(flat, wrong) and 0 < int(wrong.sum()) < wrong.numel():
+                        raise Mistake(f"用了 `token_ids {op} pad_id`：id 只是编号，没有大小的意义，PAD 的 id 也不一定最小或最大"
+                                      f"（这一组 pad_id={pad_id}，输入 {ids}）；真实 token 就是“id 不等于 pad_id”，用 `!=`")
+        if tuple(out.shape) == (B, S):
+            raise Mistake(f"形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S) = {(B, S)}。"
+                          "(B, S) 与 scores 的 (B, h, L, S) 按右端对齐广播时，B 会被对到 L 上——"
+                          "B == L 时不报错却悄悄算错；用 [:, None, None, :] 插入两个长度为 1 的轴")
+        expect_shape(out, want.shape, "你的 padding mask",
+                     hint="掩码要能广播到 scores 的 (B, h, L, S)：头的轴和 query 的轴都写成 1")
+        if out.dtype != torch.bool:
+            if torch.equal(out.ne(0), want):
+                raise Mistake(f"数值对了，但 dtype 是 {out.dtype}，要求 torch.bool。对整数张量 `~` 是按位取反"
+                              "（~1 == -2），`masked_fill(~mask, ...)` 会出错；用比较运算 `!=` 直接得到 bool")
+            raise Mistake(f"dtype 应该是 torch.bool，实际是 {out.dtype}")
+        if not torch.equal(out, want):
+            wrong = (out != want).nonzero()[0].tolist()
+            raise Mistake(f"形状和 dtype 都对了，但有位置不对，例如下标 {tuple(wrong)}；"
+                          f"输入 {ids}，pad_id={pad_id}，应该得到 {want[:, 0, 0].tolist()}")
+
+
+# ---------------------------------------------------------------- 9.2 one head's weights
+
+def _one_head_weights_reference(q_proj, k_proj, head, n_heads, key_mask):
+    """One head's (L, S) weights, from the package's own steps."""
+    q = split_heads(q_proj[None], n_heads)[0, head]  # (L, d_k)
+    k = split_heads(k_proj[None], n_heads)[0, head]  # (S, d_k)
+    return masked_softmax(attention_scores(q, k), key_mask)  # (L, S)
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape and values (compared in float64, so float32 and float64 answers alike)."""
+    return a.shape == b.shape and torch.allclose(a.detach().double(), b.detach().double(), atol=1e-5, rtol=1e-4)
+
+
+def _one_head_wrong_answers(q_proj, k_proj, head, n_heads, key_mask):
+    """(message, tensor) of the usual mistakes, for recognising them."""
+    L, d_model = q_proj.shape
+    d_k = d_model // n_heads
+    cols = slice(head * d_k, (head + 1) * d_k)
+    q_i, k_i = q_proj[:, cols], k_proj[:, cols]
+    big = torch.finfo(q_proj.dtype).min
+
+    def soft(s, dim=-1, mask=key_mask):
+        return torch.softmax(s.masked_fill(~mask, big), dim=dim)
+
+    raw = q_i @ k_i.T
+    out = [
+        ("忘了除以 √d_k：scores 应该是 Q_i K_iᵀ / √d_k（这里 d_k = d_model / n_heads）",
+         soft(raw)),
+        (f"缩放用错了：应该除以 √d_k = √{d_k}（一个头的宽度），你除的是 √d_model = √{d_model}",
+         soft(raw / math.sqrt(d_model))),
+        ("softmax 的轴错了：要在 key 的轴（最后一维，dim=-1）上归一化，使每个 query 的一行之和为 1；"
+         "你在 query 的轴（dim=0）上做了 softmax",
+         soft(raw / math.sqrt(d_k), dim=0)),
+        ("掩码的极性反了：key_mask 里 True = 可以关注，应该把 False（PAD）的位置填成很小的数；你屏蔽了真实 token",
+         soft(raw / math.sqrt(d_k), mask=~key_mask) if (~key_mask).any() else None),
+        ("没有用掩码：PAD 这一列的权重应该正好是 0",
+         torch.softmax(raw / math.sqrt(d_k), dim=-1)),
+        ("在 softmax 之后才把 PAD 列置零：每行之和就不再是 1；要在 softmax 之前把被屏蔽的分数填成很小的数",
+         torch.softmax(raw / math.sqrt(d_k), dim=-1).masked_fill(~key_mask, 0.0)),
+        ("头取错了：head 从 0 开始编号，第 head 个头是列 [head*d_k, (head+1)*d_k)，你取成了相邻的另一个头",
+         _one_head_weights_reference(q_proj, k_proj, (head + 1) % n_heads, n_heads, key_mask)
+         if n_heads > 1 else None),
+        ("头的列取错了：第 i 个头是连续的 d_k 列 [i*d_k, (i+1)*d_k)，不是隔 n_heads 取一列 [i::n_heads]",
+         soft(q_proj[:, head::n_heads] @ k_proj[:, head::n_heads].T / math.sqrt(d_k)) if n_heads > 1 else None),
+    ]
+    if L == k_proj.shape[0]:
+        right = _one_head_weights_reference(q_proj, k_proj, head, n_heads, key_mask)
+        out.append(("行和列颠倒了：结果应该是 (L, S)，行是 query，列是 key，所以是 Q_i K_iᵀ；你得到的是它的转置 (S, L)",
+                    right.T))
+    return [(msg, t) for msg, t in out if t is not None]
+
+
+# (L, S, d_model, n_heads, head, key_mask)
+ONE_HEAD_CASES = [
+    (4, 4, 6, 2, 0, [True, True, True, False]),  # the worked example, head 1
+    (4, 4, 6, 2, 1, [True, True, True, False]),  # head 2
+    (3, 5, 8, 4, 2, [True, True, False, True, False]),  # L != S, four heads
+    (2, 3, 4, 1, 0, [True, True, True]),  # one head, no PAD
+]
+
+
+@checker("ch09", "9.2", "手算一个头的注意力权重")
+def check_one_head_weights(fn):
+    """``fn(q_proj (L, d_model), k_proj (S, d_model), head, n_heads, key_mask (S,) bool) -> (L, S)``.
+
+    Forbidden: ``mha``, ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``. The
+    weights must be differentiable: gradients reach ``q_proj`` and ``k_proj``.
+    """
+    for L, S, d_model, n_heads, head, keep in ONE_HEAD_CASES:
+        q_leaf = torch.randn(L, d_model, requires_grad=True)
+        k_leaf = torch.randn(S, d_model, requires_grad=True)
+        key_mask = torch.tensor(keep)
+        with torch.enable_grad():  # the chapter turns autograd off globally; a layer's weights need it
+            q_proj, k_proj = q_leaf.clone(), k_leaf.clone()  # not leaves: an in-place change is reported, not a crash
+            out = call(fn, q_proj, k_proj, head, n_heads, key_mask, what="你的函数", forbid=NO_SHORTCUTS)
+        out = expect_tensor(out, "你的权重")
+        if tuple(out.shape) == (S, L) and L != S:
+            raise Mistake(f"形状应该是 (L, S) = {(L, S)}，你返回的是 (S, L) = {(S, L)}：行是 query，列是 key，"
+                          "scores = Q_i K_iᵀ 而不是 K_i Q_iᵀ")
+        expect_shape(out, (L, S), "你的权重", hint="一个头的权重是 (L, S)：每个 query 一行，每个 key 一列")
+        if not out.is_floating_point():
+            raise Mistake(f"权重应该是浮点数张量，实际 dtype 是 {out.dtype}")
+        with torch.no_grad():
+            q, k = q_leaf.detach(), k_leaf.detach()
+            want = _one_head_weights_reference(q, k, head, n_heads, key_mask)
+            if not _same(out, want):
+                for msg, wrong in _one_head_wrong_answers(q, k, head, n_heads, key_mask):
+                    if _same(out, wrong):
+                        raise Mistake(msg)
+                expect_close(out, want, "你的权重", hint="依次检查：取对头的列、Q_i K_iᵀ、除以 √d_k、softmax 之前用掩码、dim=-1")
+        with torch.enable_grad():
+            expect_gradients(out, {"q_proj": q_leaf, "k_proj": k_leaf}, "你的权重")
+
+
+# ---------------------------------------------------------------- 9.3 middle widths
+
+WIDTH_KEYS = ("q_proj", "v_proj", "q", "k", "v", "scores", "heads", "concat", "output")
+
+
+@torch.no_grad()
+def _middle_shapes(B, L, d_model, n_heads, d_k, d_v):
+    """Every shape of self-attention with free middle widths, by running the package's steps."""
+    h = n_heads
+    x = torch.zeros(B, L, d_model)
+    q_proj = nn.Linear(d_model, h * d_k)(x)  # W^Q: d_model -> h d_k
+    k_proj = nn.Linear(d_model, h * d_k)(x)
+    v_proj = nn.Linear(d_model, h * d_v)(x)  # W^V: d_model -> h d_v
+    q, k, v = split_heads(q_proj, h), split_heads(k_proj, h), split_heads(v_proj, h)
+    scores = attention_scores(q, k)
+    heads = masked_softmax(scores) @ v
+    concat = merge_heads(heads)
+    output = nn.Linear(h * d_v, d_model)(concat)  # W^O: h d_v -> d_model
+    tensors = dict(q_proj=q_proj, v_proj=v_proj, q=q, k=k, v=v, scores=scores, heads=heads, concat=concat, output=output)
+    return {key: tuple(t.shape) for key, t in tensors.items()}
+
+
+def _width_mistake(key, got, want, B, L, d_model, h, d_k, d_v):
+    base = f'shapes["{key}"] 应该是 {want}，你写的是 {got}'
+    if key in ("q_proj", "v_proj", "concat") and got == (B, L, d_model):
+        return base + "：中间的宽度不再是 d_model；" + {
+            "q_proj": "W^Q 把 d_model 映射到 h·d_k",
+            "v_proj": "W^V 把 d_model 映射到 h·d_v",
+            "concat": "Concat 把 h 个 d_v 维的头拼起来，得到 h·d_v",
+        }[key]
+    used_d_k = (key in ("v", "heads") and got[-1:] == (d_k,)) or (key in ("v_proj", "concat") and got[-1:] == (h * d_k,))
+    if d_k != d_v and used_d_k:
+        return base + "：V 的宽度由 d_v 决定，不是 d_k（d_k 只属于 Q 和 K，它们要做点积，所以必须一样宽）"
+    if key == "scores" and len(got) == 4 and got[-1] in (d_k, d_v) and got[-1] != L:
+        return base + "：scores 是 query 和 key 两两之间的分数，形状 (L, S)，和 d_k、d_v 无关"
+    if key == "output" and got == (B, L, h * d_v):
+        return base + "：最后的 W^O 把 h·d_v 映射回 d_model，输出和输入形状相同"
+    if key == "q" and got == (B, h, L, d_model // h):
+        return base + "：每个头的宽度现在是题目给的 d_k，不再是 d_model / h"
+    if key in ("q", "k", "v", "heads") and len(got) == 4 and got[1] == L and got[2] == h and got[1] != h:
+        return base + "：分头后要 transpose，把头的轴放到 token 的轴前面：(B, h, L, 宽度)"
+    return base
+
+
+@checker("ch09", "9.3", "中间宽度不等于 d_model 时的形状")
+def check_middle_widths(fn):
+    """``fn(B, L, d_model, n_heads, d_k, d_v) -> dict`` with the shapes of WIDTH_KEYS (self-attention, S = L).
+
+    Shapes may be tuples, lists or ``torch.Size`` of Python/numpy/0-d torch integers (or integral
+    floats). The shapes are to be predicted: running ``mha`` or PyTorch's layers is forbidden.
+    """
+    configs = [(1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)]
+    for B, L, d_model, h, d_k, d_v in configs:
+        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=NO_SHORTCUTS)
+        got = as_shape_dict(answer, WIDTH_KEYS, "shapes")
+        want = _middle_shapes(B, L, d_model, h, d_k, d_v)
+        for key in WIDTH_KEYS:
+            if got[key] != want[key]:
+                raise Mistake(_width_mistake(key, got[key], want[key], B, L, d_model, h, d_k, d_v)
+                              + f"（B={B}, L={L}, d_model={d_model}, n_heads={h}, d_k={d_k}, d_v={d_v}）")

@@ -1,0 +1,300 @@
+"""Checkers for chapter 13, the trained numeral Transformer.
+
+* 13.1 pad a batch of numerals of different lengths and build its padding mask,
+* 13.2 greedy decoding with the KV cache (``decode_step``), without the model's own ``translate``,
+* 13.3 a forward pre-hook on ``W_o`` that ablates (zeroes) one head.
+
+Answer keys come from the course package (``mha.numerals``), computed by the checker; the
+student's code runs under :func:`call`, and the shortcuts each prompt rules out are refused.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import sys
+
+import torch
+
+from ._core import MHA, Mistake, NotDone, call, checker, expect_close, expect_shape, expect_tensor, is_stub
+
+__all__ = ["check_pad_numerals", "check_greedy_decode", "check_zero_head_hook"]
+
+
+# ---------------------------------------------------------------- 13.1 padding a batch of numerals
+
+PAD_CASES = [
+    (["两千零二十六", "十二", "三万零五百"], 0),
+    (["九千九百九十九万", "零"], 0),
+    (["一万零一", "十", "一百万零一百", "五"], 16),  # a PAD id that is not 0: only the parameter is right
+    (["两万"], 0),  # a single numeral: nothing to pad
+]
+
+
+def _pad_reference(words, vocab, pad_id):
+    S = max(len(w) for w in words)
+    ids = torch.full((len(words), S), pad_id, dtype=torch.long)  # (B, S)
+    for b, w in enumerate(words):
+        ids[b, : len(w)] = torch.tensor([vocab[c] for c in w])
+    return ids, (ids != pad_id)[:, None, None, :]  # (B, S), (B, 1, 1, S)
+
+
+def _unpack_pair(out, what):
+    if is_stub(out):
+        raise NotDone()
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Mistake(f"{what} 应该返回两个值 (ids, mask)，却返回了 {type(out).__name__}"
+                      + (f"（长度 {len(out)}）" if isinstance(out, (tuple, list)) else ""))
+    if any(is_stub(x) for x in out):
+        raise NotDone()
+    return expect_tensor(out[0], "ids"), expect_tensor(out[1], "mask")
+
+
+@checker("ch13", "13.1", "把长短不一的中文数字补齐成一批，并做 padding mask")
+def check_pad_numerals(fn):
+    """``fn(words list[str], vocab dict[str, int], pad_id int) -> (ids (B, S) long, mask (B, 1, 1, S) bool)``.
+
+    S is the longest numeral of the batch; PAD goes on the right; True = real character.
+    Refused: calling anything of ``mha`` (``encode_source``, ``padding_mask``).
+    """
+    from ..numerals.data import SRC_ID
+
+    vocab = {c: i for c, i in SRC_ID.items() if c != "<pad>"}
+    for words, pad_id in PAD_CASES:
+        out = call(fn, list(words), dict(vocab), pad_id, what="你的补齐函数", forbid=(MHA,))
+        ids, mask = _unpack_pair(out, "你的补齐函数")
+        want_ids, want_mask = _pad_reference(words, vocab, pad_id)
+        B, S = want_ids.shape
+        if ids.dim() == 2 and ids.shape[0] == B and ids.shape[1] > S:
+            raise Mistake(f"补得太长了：这一批最长的数字有 S = {S} 个字，你补到了 {ids.shape[1]}。"
+                          "只补到这一批里最长的那个，多余的 PAD 只会浪费计算")
+        expect_shape(ids, (B, S), "ids", hint="一行一个数字，补齐到这一批里最长的那个")
+        if ids.is_floating_point() or ids.dtype == torch.bool:
+            raise Mistake(f"ids 的 dtype 是 {ids.dtype}：Embedding 要整数 id，用 dtype=torch.long")
+        if not torch.equal(ids.long(), want_ids):
+            lengths = [len(w) for w in words]
+            left = torch.stack([torch.cat([torch.full((S - n,), pad_id), want_ids[b, :n]]) for b, n in enumerate(lengths)])
+            if torch.equal(ids.long(), left):
+                raise Mistake("PAD 补在了左边：本课（和 mha.numerals）把 PAD 补在右边，真实的字从第 0 个位置开始，"
+                              "位置编码才和单独一句时一样")
+            if pad_id != 0 and torch.equal(ids.long(), _pad_reference(words, vocab, 0)[0]):
+                raise Mistake(f"PAD 的 id 写死成了 0；这一组的 pad_id 是 {pad_id}，要用参数 pad_id")
+            bad = (ids.long() != want_ids).nonzero()[0].tolist()
+            raise Mistake(f"ids 有位置不对，例如下标 {tuple(bad)}：输入 {words}，应该是 {want_ids.tolist()}")
+        if ids.dtype != torch.long:
+            raise Mistake(f"ids 的数值对了，但 dtype 是 {ids.dtype}；Embedding 要 torch.long")
+        if tuple(mask.shape) == (B, S):
+            raise Mistake(f"mask 的形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S)。"
+                          "它要和 scores 的 (B, h, L, S) 对齐：用 [:, None, None, :] 插入头和 query 两个轴")
+        if tuple(mask.shape) in ((B, 1, S, 1), (B, S, 1)):
+            raise Mistake("mask 屏蔽的是 key（最后一个轴，列），不是 query：形状应该是 (B, 1, 1, S)")
+        expect_shape(mask, (B, 1, 1, S), "mask", hint="padding mask 的形状是 (B, 1, 1, S)")
+        as_bool = mask.ne(0) if mask.dtype != torch.bool else mask
+        if torch.equal(as_bool, ~want_mask) and not torch.equal(want_mask, ~want_mask):
+            raise Mistake("mask 的极性反了：你在 PAD 的位置放了 True。本课约定 True = 可以看（真实的字），PAD 处为 False")
+        if pad_id != 0 and torch.equal(as_bool, (ids != 0)[:, None, None, :]):
+            raise Mistake(f"mask 用了 `ids != 0`，把 PAD 的 id 写死成了 0；这一组的 pad_id 是 {pad_id}")
+        if not torch.equal(as_bool, want_mask):
+            bad = (as_bool != want_mask).nonzero()[0].tolist()
+            raise Mistake(f"mask 有位置不对，例如下标 {tuple(bad)}（batch, 1, 1, key）；应该是 ids != pad_id")
+        if mask.dtype != torch.bool:
+            raise Mistake(f"mask 的位置都对了，但 dtype 是 {mask.dtype}，要求 torch.bool（`masked_fill(~mask, ...)` 需要 bool）")
+
+
+# ---------------------------------------------------------------- 13.2 greedy decoding with the KV cache
+
+DECODE_CASES = [
+    ["两千零二十六", "三万零五百", "十二", "九千九百九十九万"],
+    ["零", "一百万零一百", "两万", "八千八百八十二万零八百八十四", "十"],
+]
+
+
+@functools.lru_cache(maxsize=1)
+def _recording_model_class():
+    from ..numerals.model import NumeralTransformer
+
+    class RecordingModel(NumeralTransformer):
+        """The shipped model, recording how ``decode_step`` and ``decode`` are called."""
+
+        def reset(self):
+            self.steps, self.full_decodes = [], 0
+
+        def decode_step(self, token, memory, src_mask, caches=None, need_weights=False):
+            self.steps.append({"token": token.detach().clone() if isinstance(token, torch.Tensor) else token,
+                               "cache": None if caches is None else [getattr(c, "length", None) for c in caches],
+                               "mask": src_mask is not None})
+            return super().decode_step(token, memory, src_mask, caches, need_weights)
+
+        def decode(self, tgt_in, memory, src_mask, need_weights=False):
+            self.full_decodes += 1
+            return super().decode(tgt_in, memory, src_mask, need_weights)
+
+    return RecordingModel
+
+
+def _forbidden_codes() -> dict:
+    from ..numerals import evaluate
+    from ..numerals.model import NumeralTransformer
+
+    named = {"model.translate": NumeralTransformer.translate, "model.greedy_ids": NumeralTransformer.greedy_ids,
+             "mha.numerals.predict": evaluate.predict, "mha.numerals.exact_match": evaluate.exact_match}
+    return {inspect.unwrap(fn).__code__: name for name, fn in named.items()}
+
+
+@contextlib.contextmanager
+def _refuse_calls(codes: dict):
+    """Record the first call of a function whose code object is in ``codes`` (code -> name)."""
+    hits: list[str] = []
+    previous = sys.getprofile()
+
+    def profile(frame, event, arg):
+        if event == "call" and not hits and frame.f_code in codes:
+            hits.append(codes[frame.f_code])
+
+    sys.setprofile(profile)
+    try:
+        yield hits
+    finally:
+        sys.setprofile(previous)
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_state():
+    from ..numerals import load_pretrained
+
+    model = load_pretrained()
+    return model.cfg, {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def _answers(out, B):
+    if is_stub(out):
+        raise NotDone()
+    if isinstance(out, torch.Tensor):
+        raise Mistake("应该返回字符串列表（每个数一个，例如 ['2026', '30500']），却返回了张量；"
+                      "把每一行的 id 换成数字字符，到 <eos> 为止")
+    if not isinstance(out, (list, tuple)) or not all(isinstance(s, str) for s in out):
+        raise Mistake(f"应该返回字符串列表，例如 ['2026', '30500']，却收到了 {type(out).__name__}：{out!r:.80}")
+    if len(out) != B:
+        raise Mistake(f"这一批有 B = {B} 个数字，你返回了 {len(out)} 个答案；每个数字一个答案")
+    return list(out)
+
+
+@checker("ch13", "13.2", "用 KV cache 做贪心解码")
+def check_greedy_decode(fn):
+    """``fn(model, src (B, S), src_mask (B, 1, 1, S)) -> list[str]`` of digit strings, one per numeral.
+
+    Must call ``model.encode`` once and ``model.decode_step`` once per step, passing back the caches
+    it returned and the source mask; must stop each sequence at its ``<eos>``.
+    Refused: ``model.translate``, ``model.greedy_ids`` and the package's evaluation helpers.
+    """
+    from ..numerals.data import encode_source
+
+    cfg, state = _shipped_state()
+    model = _recording_model_class()(cfg)
+    model.load_state_dict(state)
+    model.eval()
+    model.reset()
+    for words in DECODE_CASES:
+        src, src_mask = encode_source(words)
+        want = model.translate(words)
+        model.reset()
+        with _refuse_calls(_forbidden_codes()) as hits:
+            out = call(fn, model, src, src_mask, what="你的贪心解码函数")
+        if hits:
+            raise Mistake(f"这道题要你自己写解码循环，不能调用现成的 {hits[0]}；用 model.encode 和 model.decode_step")
+        answers = _answers(out, len(words))
+        if not model.steps:
+            if model.full_decodes:
+                raise Mistake("没有用 KV cache：你每一步都把整个前缀交给 model.decode（或 model(...)）重新算一遍。"
+                              "改用 model.decode_step(token, memory, src_mask, caches)，每步只喂最新的一个 token")
+            raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
+        first = model.steps[0]["token"]
+        if isinstance(first, torch.Tensor) and not bool((first == 1).all()):
+            raise Mistake("第一步喂进去的不是 <bos>（id 1）：解码器的第一个输入永远是 <bos>")
+        if len(model.steps) > 1 and all(s["cache"] is None or all(n == 0 for n in s["cache"]) for s in model.steps):
+            raise Mistake("每一步都传了 caches=None（或空的 cache）：要把上一步 decode_step 返回的 caches 传回去，"
+                          "否则新 token 看不到前面的 token，位置也总是 0")
+        if not all(s["mask"] for s in model.steps):
+            raise Mistake("调用 decode_step 时没有传 src_mask：交叉注意力会看到补齐用的 PAD，短的数字会被读错")
+        if answers == want:
+            continue
+        if all(a == w + "<eos>" for a, w in zip(answers, want)):
+            raise Mistake("把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字")
+        if all(a.startswith(w) for a, w in zip(answers, want)) and any(len(a) > len(w) for a, w in zip(answers, want)):
+            raise Mistake("没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉"
+                          f"（例如 {words[0]} 应为 {want[0]}，你得到 {answers[0]}）")
+        if all(w.startswith(a) for a, w in zip(answers, want)):
+            raise Mistake("答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？"
+                          f"（例如 {words[0]} 应为 {want[0]}，你得到 {answers[0]}）")
+        i = next(i for i, (a, w) in enumerate(zip(answers, want)) if a != w)
+        raise Mistake(f"答案不对：{words[i]} 应为 {want[i]}，你得到 {answers[i]!r}（每步取 logits 在词表轴上的 argmax，"
+                      "把它作为下一步的 token）")
+
+
+# ---------------------------------------------------------------- 13.3 ablating a head
+
+HOOK_CASES = [(64, 4, 2), (64, 4, 0), (12, 3, 2), (8, 1, 0)]  # (d_model, n_heads, head)
+
+
+def _reference_zero(concat, head, d_k):
+    out = concat.clone()
+    out[..., head * d_k: (head + 1) * d_k] = 0
+    return out
+
+
+@checker("ch13", "13.3", "写一个去掉某个头的 W_o 前置钩子")
+def check_zero_head_hook(fn):
+    """``fn(head, d_k) -> hook``, ``hook(module, inputs) -> (new_concat,)`` zeroing head ``head``'s d_k columns.
+
+    ``inputs`` is the 1-tuple ``(concat (B, L, d_model),)`` that ``W_o`` receives. The hook must
+    return a new tensor (not change its input). Refused: calling anything of ``mha`` (such as
+    ``mha.numerals.ablate_heads``). Also checked end to end: registered with
+    ``layer.W_o.register_forward_pre_hook``, the layer's output equals the reference.
+    """
+    from mha.layer import MultiHeadAttention
+
+    gen = torch.Generator().manual_seed(13)
+    for d_model, n_heads, head in HOOK_CASES:
+        d_k = d_model // n_heads
+        hook = call(fn, head, d_k, what="你的钩子工厂函数", forbid=(MHA,))
+        if not callable(hook):
+            raise Mistake(f"fn(head, d_k) 应该返回一个函数 hook(module, inputs)，却返回了 {type(hook).__name__}")
+        concat = torch.randn(2, 3, d_model, generator=gen)
+        linear = torch.nn.Linear(d_model, d_model)
+        out = call(hook, linear, (concat,), what="你的钩子", forbid=(MHA,))
+        new = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        new = expect_tensor(new, "钩子返回的 concat")
+        want = _reference_zero(concat, head, d_k)
+        expect_shape(new, concat.shape, "钩子返回的 concat", hint="只把一些列置零，形状不变")
+        if not torch.allclose(new, want):
+            lo, hi = head * d_k, (head + 1) * d_k
+            zero_cols = (new == 0).all(dim=0).all(dim=0)  # (d_model,)
+            kept = ~zero_cols
+            if n_heads > 1 and torch.allclose(new, concat - want):
+                raise Mistake(f"反了：你只留下了头 {head}，把其余的头都置零了；要去掉的是头 {head} 的那 d_k 列")
+            if torch.allclose(new[:, head], torch.zeros_like(new[:, head])) and not zero_cols.any():
+                raise Mistake("置零的是 token（第 1 个轴）而不是头的列：concat 的形状是 (B, L, d_model)，"
+                              "头 i 是最后一个轴上 [i*d_k, (i+1)*d_k) 这一段")
+            if zero_cols.any() and int(zero_cols.sum()) == d_k and not zero_cols[lo:hi].all():
+                start = int(zero_cols.nonzero()[0])
+                raise Mistake(f"切片位置不对：头 {head} 占最后一个轴的第 {lo} 到 {hi - 1} 列（head * d_k 到 (head + 1) * d_k），"
+                              f"你置零的是第 {start} 到 {start + d_k - 1} 列")
+            if zero_cols[lo:hi].all() and kept.any() and n_heads > 1:
+                scale = (new[..., kept] / concat[..., kept]).mean().item()
+                if abs(scale - 1) > 1e-3:
+                    raise Mistake(f"其余的头被乘了 {scale:.3g}：去掉一个头时别的头保持原样，不要像 dropout 那样放大")
+            raise Mistake(f"结果不对（d_model={d_model}, n_heads={n_heads}, head={head}）：应该只把最后一个轴上 "
+                          f"[{lo}, {hi}) 这几列置零，其余不变")
+        layer = MultiHeadAttention(d_model, n_heads, dropout=0.0)
+        x = torch.randn(2, 3, d_model, generator=gen)
+        handle = layer.W_o.register_forward_pre_hook(hook)
+        try:
+            got = layer(x, x, x)
+        finally:
+            handle.remove()
+        _, weights = layer(x, x, x, need_weights=True)
+        heads = weights @ layer.W_v(x).view(2, 3, n_heads, d_k).transpose(1, 2)  # (B, h, L, d_k)
+        heads[:, head] = 0
+        expected = layer.W_o(heads.transpose(1, 2).reshape(2, 3, d_model))  # (B, L, d_model)
+        expect_close(got.detach(), expected.detach(), "挂上钩子之后层的输出",
+                     hint="钩子要返回改好的输入（一个 tuple 或张量）；返回 None 表示“不改”")

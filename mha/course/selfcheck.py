@@ -1,0 +1,565 @@
+"""Self-checks in the page: quiz questions whose right answers are computed with ``mha``.
+
+Every exercise whose answer is a value (a shape, a count, a variance, a choice of inputs or
+mask) has a few questions here, keyed by the exercise id ("1.1"). The right answer of each
+question is computed by running the course package (a layer's output shape, a module's
+parameter count, a mask from :mod:`mha.masks`) on the numbers the exercise asks about, which
+come from the exercise's checker (:mod:`mha.exercises`). The wrong options are the typical
+mistakes, each with a short explanation shown as feedback.
+
+jupyterquiz (pinned in requirements.txt and in the Colab setup cell) turns the questions into
+HTML and JavaScript that need no kernel: on the website the reader picks or types an answer
+and sees at once whether it is right, and why. In a notebook cell::
+
+    import mha.selfcheck
+    mha.selfcheck.show("1.1")
+
+The output is deterministic (a fixed container id, answers in a fixed order), so the stored
+notebook outputs re-run identically under nbval.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import html
+import random
+import re
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .exercises import ch01, ch02, ch05, ch06, ch07, ch08, ch09, ch10
+from mha.layer import MultiHeadAttention
+from mha.masks import causal_mask, padding_mask
+from mha.steps import attention_scores, merge_heads, project, split_heads
+
+__all__ = ["EXERCISES", "questions", "container_id", "bundles", "show", "RIGHT", "WRONG"]
+
+RIGHT = "正确。"  # every feedback text starts with one of these two words
+WRONG = "不对。"
+MAX_WIDTH = 600  # px, jupyterquiz's own default; the page is narrower on a phone
+# jupyterquiz's own interface words (its JavaScript has no language setting), said in Chinese
+UI_WORDS = {
+    "Type numeric answer here:": "输入数字：",
+    "Type your answer here:": "输入答案：",
+    "Incorrect -- try again.": WRONG + "再试一次。",
+    "Correct!": RIGHT,
+}
+
+
+# ---------------------------------------------------------------- building blocks
+def _html(text: str) -> str:
+    """Plain text with `code` spans -> safe HTML (jupyterquiz puts it into innerHTML)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+
+
+def _shape(shape) -> str:
+    return "(" + ", ".join(str(int(n)) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _ordered(key: str, answers: list) -> list:
+    """A fixed order that does not always put the right answer first (seeded by the question)."""
+    answers = list(answers)
+    random.Random(key).shuffle(answers)
+    return answers
+
+
+def _choice(question: str, truth, right_why: str, wrongs: list, label: Callable = str, code=None) -> dict:
+    """A multiple-choice question: ``truth`` (computed) and typical wrong ``(value, why)`` options.
+
+    ``label(value)`` is the text of an option; with ``code=True`` it is shown as a code block.
+    A wrong option that happens to equal the truth is an error in the question, not a choice.
+    """
+    assert all(value != truth for value, _ in wrongs), f"a wrong option equals the truth: {question}"
+    options = [(truth, RIGHT + right_why, True)] + [(value, WRONG + why, False) for value, why in wrongs]
+    answers = []
+    for value, feedback, correct in _ordered(question, options):
+        item = {"answer": "", "code": html.escape(label(value))} if code else {"answer": _html(label(value))}
+        answers.append({**item, "correct": correct, "feedback": _html(feedback)})
+    return {"question": _html(question), "type": "multiple_choice", "answers": answers}
+
+
+def _number(question: str, truth: float, right_why: str, wrongs: list, hint: str,
+            close: tuple | None = None) -> dict:
+    """A numeric question (type the number, press Enter): the exact ``truth`` and typical wrong values.
+
+    ``close = (rtol, why)`` also accepts answers within ``rtol`` of the truth, as the checker does.
+    """
+    def plain(x):  # 256.0 -> 256: what a reader types
+        return int(x) if float(x).is_integer() else float(x)
+
+    answers = [{"type": "value", "value": plain(truth), "correct": True, "feedback": _html(RIGHT + right_why)}]
+    answers += [{"type": "value", "value": plain(value), "correct": False, "feedback": _html(WRONG + why)}
+                for value, why in wrongs]
+    if close is not None:
+        rtol, why = close
+        answers.append({"type": "range", "range": [truth * (1 - rtol), truth * (1 + rtol)], "correct": True,
+                        "feedback": _html(RIGHT + why)})
+    answers.append({"type": "default", "feedback": _html(WRONG + hint)})
+    return {"question": _html(question + "（输入数字后按回车）"), "type": "numeric", "answers": answers}
+
+
+def _shape_choice(question: str, truth: tuple, right_why: str, wrongs: list) -> dict:
+    return _choice(question, tuple(truth), right_why, [(tuple(v), why) for v, why in wrongs], label=_shape)
+
+
+def _seeded(fn):
+    """Compute under a fixed seed without touching the notebook's random state, and without autograd."""
+    @functools.wraps(fn)
+    def run():
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(0)
+            return fn()
+    return run
+
+
+# ---------------------------------------------------------------- the questions, per exercise
+_BANK: dict = {}
+
+
+def _exercise(exercise_id: str):
+    def register(fn):
+        _BANK[exercise_id] = _seeded(fn)
+        return fn
+    return register
+
+
+@_exercise("1.1")
+def _output_shape():
+    q = ch01.SHAPE_QUESTION
+    B, L, d, h = q["B"], q["L"], q["d_model"], q["n_heads"]
+    x = torch.zeros(B, L, d)
+    truth = tuple(MultiHeadAttention(d, h).eval()(x, x, x).shape)
+    d_k = d // h
+    return [_shape_choice(
+        f"`mha.MultiHeadAttention(d_model={d}, n_heads={h})`，输入 x 的形状是 {_shape((B, L, d))}。"
+        "`layer(x, x, x)` 输出的形状是？", truth,
+        "多头注意力是一次特征变换：分头、Concat 之后，最终的 Linear 把宽度还原成 d_model，输出和输入形状相同。",
+        [((B, h, L, d_k), "这是分头之后、Concat 之前的中间形状 (B, h, L, d_k)；后面还有 Concat 和最终的 Linear。"),
+         ((B, L, d_k), f"{d_k} 只是一个头的宽度 d_k；各个头 Concat 之后，宽度回到 d_model = {d}。"),
+         ((B, h, L, L), "这是注意力权重 (B, h, L, L) 的形状，不是输出 x′ 的形状。")])]
+
+
+def changed_positions(layer: nn.Module, L: int, k: int, d_model: int = 4, mask=None) -> list:
+    """Which output positions move when token ``k`` of a random (1, L, d_model) input is replaced.
+
+    ``layer`` is an ``nn.Linear`` or a ``MultiHeadAttention`` (called as self-attention with ``mask``).
+    """
+    def run(t):
+        return layer(t) if isinstance(layer, nn.Linear) else layer(t, t, t, mask)
+
+    x = torch.randn(1, L, d_model)
+    x2 = x.clone()
+    x2[0, k] = torch.randn(d_model)
+    moved = (run(x2) - run(x)).abs().amax(dim=-1)[0] > 1e-6  # (L,)
+    return moved.nonzero().flatten().tolist()
+
+
+@_exercise("1.2")
+def _which_positions():
+    L, k = ch01.POSITIONS_QUESTION["L"], ch01.POSITIONS_QUESTION["changed"]
+    linear = changed_positions(nn.Linear(4, 4), L, k)
+    attention = changed_positions(MultiHeadAttention(4, 2).eval(), L, k)
+    causal = changed_positions(MultiHeadAttention(4, 2).eval(), L, k, mask=causal_mask(L))
+    others = [p for p in range(L) if p != k]
+    setting = f"一句话有 {L} 个 token（位置 0 到 {L - 1}），把位置 {k} 的 token 换成别的向量，其余不动。"
+    return [
+        _choice(setting + "`nn.Linear(d_model, d_model)` 的输出里，哪些位置会变？", linear,
+                "Linear 对每个位置单独计算 x Wᵀ + b，位置 j 的输出只用到位置 j 的输入。",
+                [(attention, "Linear 对每个位置单独计算，位置之间互不相干，别的位置不会跟着变。"),
+                 (causal, "只影响自己和后面位置的，是带因果掩码的注意力；Linear 连后面的位置也不碰。"),
+                 ([], f"位置 {k} 自己的输入变了，它的输出当然也会变。")]),
+        _choice(f"同样换掉位置 {k}：没有掩码的多头自注意力 `layer(x, x, x)` 的输出里，哪些位置会变？", attention,
+                f"每个位置的输出都是对所有 token 的 value 加权求和；位置 {k} 的 key 和 value 变了，所有位置都跟着变。",
+                [(linear, "这是 Linear 的行为；注意力会把别的位置的信息混进每个位置的输出。"),
+                 (causal, f"这是加了因果掩码（只能看自己和前面）时的结果：位置 {k} 之前的 query 看不到它。这里没有掩码。"),
+                 (others, f"位置 {k} 自己也会变：它的 query、key、value 全都变了。")]),
+    ]
+
+
+def _block_label(choice) -> str:
+    q, k, v, mask = choice
+    sources = f"Q = K = V = {q}" if q == k == v else f"Q = {q}，K = V = {k}"
+    return f"{sources}；掩码：{mask or '不用掩码'}"
+
+
+def _reference_block(block: str) -> tuple:
+    """The (query, key, value, mask) names the checker's reference solution picks for ``block``."""
+    B, S, L = 2, 5, 3
+    tensors, masks = ch02._block_case(B, S, L, 4, [S, 3], [L, 2])
+    query, key, value, mask = ch02._reference_block(block, masks=masks, **tensors)
+    named_masks = {"src_padding": masks["src_padding"], "tgt_padding": masks["tgt_padding"],
+                   "causal": masks["causal"], "tgt_padding & causal": masks["tgt_padding"] & masks["causal"]}
+
+    def name_of(t):
+        return next(n for n, ref in tensors.items() if t is ref)
+
+    mask_name = None if mask is None else next(
+        n for n, m in named_masks.items() if m.shape == mask.shape and torch.equal(m, mask))
+    return name_of(query), name_of(key), name_of(value), mask_name
+
+
+@_exercise("2.3")
+def _block_inputs():
+    setting = ("可选的张量：enc_x（源句的 Embedding + PE）、dec_x（目标句的 Embedding + PE）、"
+               "dec_h（块 2 的输出）、enc_out（编码器的输出）；掩码：src_padding、tgt_padding、causal。")
+    enc, dec, cross = (_reference_block(b) for b in ch02.BLOCKS)
+    return [
+        _choice("块 1，编码器的自注意力：Q、K、V 和掩码该选什么？" + setting, enc,
+                "Q、K、V 都是源句的表示 enc_x；编码器一开始就看到整句话，只需挡住源句里的 PAD。",
+                [(("enc_x", "enc_x", "enc_x", "src_padding & causal"),
+                  "编码器不需要因果掩码：整句话一开始就都在，每个词都可以看所有不是 PAD 的词。"),
+                 (("dec_x", "dec_x", "dec_x", "tgt_padding"), "这是解码器一侧的输入；编码器的自注意力用的是源句 enc_x。"),
+                 (("enc_x", "enc_x", "enc_x", None), "没有掩码，源句里的 PAD 会被当成真正的词参与注意力。")],
+                label=_block_label),
+        _choice("块 2，解码器的掩码自注意力：Q、K、V 和掩码该选什么？（可选的张量和掩码同上）", dec,
+                "Q、K、V 都是目标句 dec_x；既要挡住 PAD，又不能偷看后面的词，两个掩码用 & 合在一起。",
+                [(("dec_x", "dec_x", "dec_x", "causal"), "漏了 padding 掩码：目标句里的 PAD 也要挡住。"),
+                 (("dec_x", "dec_x", "dec_x", "tgt_padding"), "漏了因果掩码：生成第 t 个词时不能看到它后面的词。"),
+                 (("dec_h", "dec_h", "dec_h", "tgt_padding & causal"), "dec_h 正是这个块的输出，算它之前还没有 dec_h。")],
+                label=_block_label),
+        _choice("块 3，交叉注意力：Q、K、V 和掩码该选什么？（可选的张量和掩码同上）", cross,
+                "解码器用块 2 的输出 dec_h 提问，编码器的输出 enc_out 提供 key 和 value；只需挡住源句的 PAD。",
+                [(("dec_x", "enc_out", "enc_out", "src_padding"),
+                  "K、V 对了，但 Query 要用上一块的输出 dec_h，而不是解码器最初的输入 dec_x。"),
+                 (("enc_out", "dec_h", "dec_h", "src_padding"), "方向反了：解码器提问（Q），编码器的输出回答（K、V）。"),
+                 (("dec_h", "enc_out", "enc_out", "src_padding & causal"),
+                  "交叉注意力的 key 是源句的位置，源句整句都已知，不需要因果掩码。")],
+                label=_block_label),
+    ]
+
+
+@_exercise("3.1")
+def _projection_shape():
+    B, L, d, h = 2, 4, 512, 8
+    truth = tuple(project(torch.zeros(B, L, d), MultiHeadAttention(d, h).W_q).shape)
+    return [_shape_choice(
+        f"Q 的形状是 {_shape((B, L, d))}，层有 {h} 个头。`W_q` 投影之后，Q′ 的形状是？", truth,
+        f"nn.Linear 只改最后一维，W_q 把 {d} 维映射回 {d} 维，形状不变；头数这时还没起作用。",
+        [((B, h, L, d // h), "这是分头之后的形状；W_q 本身不分头，分头是下一步（第 4 章）。"),
+         ((B, L, d // h), f"W_q 是 nn.Linear({d}, {d})，输出宽度是 d_model = {d}，不是一个头的 d_k = {d // h}。"),
+         ((d, d), "这是权重矩阵 W_q.weight 的形状，不是投影结果的形状。")])]
+
+
+def _count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@_exercise("3.2")
+def _parameter_count():
+    d, h = 512, 8
+    layer = MultiHeadAttention(d, h)
+    total, one = _count(layer), _count(layer.W_q)
+    more_heads = _count(MultiHeadAttention(d, 2 * h))
+    change = {1: "不变", 2: "翻倍", 0.5: "减半"}
+    d_k = d // h
+    return [
+        _number(f"`mha.MultiHeadAttention({d}, {h})`（带偏置）一共有多少个参数？", total,
+                f"四个 nn.Linear({d}, {d})：每个 {d}×{d} + {d} = {one} 个参数，一共 4 × {one} = {total}。",
+                [(4 * d * d, f"只数了四个权重矩阵，忘了每个 Linear 还有 {d} 个偏置。"),
+                 (one, "这只是一个 Linear；层里有 W_q、W_k、W_v、W_o 四个。"),
+                 (3 * one, "少了最终的 W_o：层里一共四个 Linear。"),
+                 (4 * h * (d_k * d_k + d_k), f"把每个头当成了各自一块 {d_k}×{d_k} 的小矩阵；其实每个 Linear 都是完整的 "
+                                            f"{d}×{d}，分头只是把输出切开。")],
+                "提示：每个 nn.Linear(d, d) 有 d×d 个权重和 d 个偏置；数一数层里有几个 Linear。"),
+        _choice(f"把头数从 {h} 改成 {2 * h}（d_model 仍是 {d}），参数个数会怎样？", change[more_heads / total],
+                f"分头只是把 {d} 维切成更多份，四个 Linear 仍然都是 {d}×{d}：参数个数和头数无关。",
+                [("翻倍", f"头多了，但每个头更窄（d_k 从 {d_k} 变成 {d_k // 2}），总宽度仍是 {d}。"),
+                 ("减半", "每个头变窄了，但头也多了一倍；四个 Linear 的大小都没变。")]),
+    ]
+
+
+@_exercise("4.1")
+def _split_shape():
+    B, L, d, h = 2, 4, 512, 8
+    truth = tuple(split_heads(torch.zeros(B, L, d), h).shape)
+    d_k = d // h
+    return [_shape_choice(
+        f"Q′ 的形状是 {_shape((B, L, d))}，分成 {h} 个头（`split_heads`）之后是？", truth,
+        f"(B, L, d_model) 先 view 成 (B, L, h, d_k)，再 transpose(1, 2) 得 (B, h, L, d_k)，d_k = {d} / {h} = {d_k}。",
+        [((B, L, h, d_k), "这是 view 之后、transpose 之前的形状；还要把头的轴换到 token 轴前面。"),
+         ((B, h, L, d), f"每个头只分到 d_k = {d} / {h} = {d_k} 维，不是整个 d_model。"),
+         ((h, B, L, d_k), "头的轴在 batch 之后：每句话各自分头，形状是 (B, h, L, d_k)。")])]
+
+
+@_exercise("5.1")
+def _scores_shape():
+    c = ch05.SCORES_CASE
+    B, h, L, S, d = c["B"], c["n_heads"], c["L"], c["S"], c["d_model"]
+    d_k = d // h
+    truth = tuple(attention_scores(torch.zeros(B, h, L, d_k), torch.zeros(B, h, S, d_k)).shape)
+    return [_shape_choice(
+        f"交叉注意力：B = {B}，query 每句 L = {L} 个 token，key/value 每句 S = {S} 个，d_model = {d}，"
+        f"n_heads = {h}。分头之后 scores = Q Kᵀ / √d_k 的形状是？", truth,
+        "每个头是 (L, d_k) @ (d_k, S) = (L, S)，再带上前面的 (B, h)。",
+        [((B, h, L, d_k), "这是 weights @ V 之后每个头输出的形状；scores 的最后一维数的是 key（S 个），"
+                          "d_k 在 Q Kᵀ 里被求和消掉了。"),
+         ((B, h, S, L), "L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key。"),
+         ((B, h, L, L), "交叉注意力里 L ≠ S，scores 不一定是方阵。"),
+         ((B, L, S), "少了头这一维：每个头都有自己的一张分数表。")])]
+
+
+def measured_variance(d_k: int, n: int = 20_000, scale: bool = False) -> float:
+    """The sample variance of ``q · k`` (divided by ``sqrt(d_k)`` when ``scale``) over ``n`` random pairs."""
+    q, k = torch.randn(n, d_k, dtype=torch.float64), torch.randn(n, d_k, dtype=torch.float64)
+    dots = (q * k).sum(-1) / (d_k ** 0.5 if scale else 1.0)
+    return float(dots.var())
+
+
+@_exercise("5.2")
+def _variance():
+    d = ch05.VARIANCE_D_K
+    rtol = ch05.VARIANCE_RTOL
+    raw, scaled = float(d), d / (d ** 0.5) ** 2  # Var(Σ q_j k_j) = d_k; Var(X / c) = Var(X) / c²
+    for theory, scale in ((raw, False), (scaled, True)):  # the formula, confirmed by a measurement
+        assert abs(measured_variance(d, scale=scale) / theory - 1) < rtol
+    setting = f"q 和 k 是 d_k = {d} 维的向量，每个分量相互独立、均值 0、方差 1。"
+    root = round(d ** 0.5)
+    return [
+        _number(setting + "Var(q · k) 是多少？", raw,
+                f"q·k 是 {d} 个独立乘积 q_j k_j 之和，每项方差为 1，方差相加得 {d}"
+                f"（本页用 20000 对随机向量实测，和 {d} 相差不到 {rtol:.0%}）。",
+                [(root, f"{root} 是标准差 √{d}；方差是 {d}。"),
+                 (1, f"方差不是 1：{d} 个独立项相加，方差也跟着相加。")],
+                f"提示：q·k = Σ q_j k_j，一共 {d} 项，每项方差为 1。",
+                close=(rtol, f"和理论值相差不到 {rtol:.0%}，算对；准确值是 d_k = {d}。")),
+        _number("q、k 同上。Var(q · k / √d_k) 是多少？", scaled,
+                f"除以 √{d} = {root}，方差要除以 {root}² = {d}，回到 1：这正是缩放的目的。",
+                [(root, "除以 √d_k 时，方差要除以 (√d_k)² = d_k，而不是除以 √d_k。"),
+                 (d, "方差没有变小？除以 √d_k 正是为了把方差拉回 1。"),
+                 (1 / d, f"方差被除了两次 {d}；除以 √d_k 只让方差除以一次 d_k。")],
+                f"提示：Var(X / c) = Var(X) / c²，这里 c = √{d} = {root}。",
+                close=(rtol, f"和理论值相差不到 {rtol:.0%}，算对；准确值是 1。")),
+    ]
+
+
+@_exercise("6.1")
+def _concat_shapes():
+    B, h, L, d_k = ch06.CONCAT_CASE
+    heads = torch.zeros(B, h, L, d_k)
+    t = heads.transpose(1, 2)
+    concat = t.contiguous().view(B, L, -1)
+    assert concat.shape == merge_heads(heads).shape  # the lecture's Concat is exactly this
+    given = f"`heads` 的形状是 {_shape((B, h, L, d_k))}（B, h, L, d_k）。"
+    return [
+        _shape_choice(given + "`t = heads.transpose(1, 2)` 之后，t 的形状是？", tuple(t.shape),
+                      "transpose(1, 2) 交换第 1 轴（头）和第 2 轴（token）：(B, L, h, d_k)。",
+                      [((B, h, L, d_k), "transpose(1, 2) 交换了第 1、2 轴，形状变了。"),
+                       ((B, h, d_k, L), "这是 transpose(2, 3)（也就是 transpose(-2, -1)）的结果。"),
+                       ((h, B, L, d_k), "轴从 0 开始数：交换的是第 1、2 轴（头和 token），不是第 0、1 轴。")]),
+        _shape_choice(f"接着 `concat = t.contiguous().view({B}, {L}, -1)`，concat 的形状是？",
+                      tuple(concat.shape),
+                      f"view 把每个 token 的 (h, d_k) 合成一维，-1 由 PyTorch 算出：{h} × {d_k} = {h * d_k}。",
+                      [((B, L, d_k), f"只剩一个头的宽度；拼接之后宽度是 h × d_k = {h * d_k}。"),
+                       ((B, L, h, d_k), "view 把最后两维 (h, d_k) 合成了一维。"),
+                       ((B, L, h + d_k), f"-1 让 PyTorch 算出剩下的大小：{h} × {d_k}，不是 {h} + {d_k}。")]),
+    ]
+
+
+@_exercise("7.1")
+def _w_o_count():
+    layer = MultiHeadAttention(ch07.W_O_D_MODEL, ch07.W_O_HEADS)
+    d, h, d_k = layer.d_model, layer.n_heads, layer.d_k
+    truth = _count(layer.W_o)
+    return [_number(
+        f"讲义的层里，最终的 Linear `W_o` 是 `nn.Linear({d}, {d})`（带偏置）。它有多少个可训练的参数？", truth,
+        f"weight 有 {d}×{d} 个，bias 有 {d} 个，一共 {truth}。",
+        [(layer.W_o.weight.numel(), f"只数了权重矩阵，忘了 bias 的 {d} 个参数。"),
+         (h * d_k * d_k, f"W^O 不是每个头各一块 {d_k}×{d_k} 的小矩阵；它作用在整条 {d} 维的拼接结果上。"),
+         (_count(layer), "这是整层四个 Linear 的参数；这里只问 W^O。")],
+        f"提示：nn.Linear({d}, {d}) 有一个 {d}×{d} 的 weight 和一个长度 {d} 的 bias。")]
+
+
+@_exercise("8.1")
+def _layer_shapes():
+    B, L, S, d, h = 3, 5, 7, 12, 3
+    shapes = ch08.reference_shapes(B, L, S, d, h)
+    d_k = d // h
+    setting = f"一次交叉注意力：B = {B}，query 长度 L = {L}，key/value 长度 S = {S}，d_model = {d}，n_heads = {h}。"
+    return [
+        _shape_choice(setting + "投影并分头之后的 Q（split_q）形状是？", shapes["split_q"],
+                      f"(B, L, d_model) 分成 {h} 个头：(B, h, L, d_k)，d_k = {d} / {h} = {d_k}。",
+                      [((B, L, h, d_k), "view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面。"),
+                       ((B, h, L, d), f"每个头只有 d_k = {d_k} 维。"),
+                       ((B, h, S, d_k), f"Q 来自 query 一侧，长度是 L = {L}，不是 S。")]),
+        _shape_choice("设定同上。注意力分数 scores 的形状是？", shapes["scores"],
+                      "一行属于一个 query，一列属于一个 key：(B, h, L, S)。",
+                      [((B, h, L, L), f"scores 的最后一维是 key 的长度 S = {S}，不是 query 的长度 L。"),
+                       ((B, h, L, d_k), "这是每个头输出（heads）的形状。"),
+                       ((B, L, S), "少了头的轴：每个头都有自己的一张分数表。")]),
+        _shape_choice("设定同上。层的输出 output 的形状是？", shapes["output"],
+                      "Concat 之后宽度回到 d_model，W^O 不改形状；输出的每一行对应一个 query。",
+                      [((B, S, d), f"输出的每一行对应一个 query，长度跟着 L = {L}，不是 S。"),
+                       ((B, h, L, d_k), "后面还有 Concat 和 W^O，输出回到 (B, L, d_model)。"),
+                       ((B, L, S), "这是（对头平均后的）注意力权重的形状，不是输出。")]),
+    ]
+
+
+@_exercise("9.1")
+def _padding_mask_kind():
+    ids, pad_id = ch09.PADDING_CASES[0]
+    token_ids = torch.tensor(ids)
+    B, S = token_ids.shape
+    mask = padding_mask(token_ids, pad_id)
+    truth = (tuple(mask.shape), str(mask.dtype).replace("torch.", ""))
+    return [_choice(
+        f"`token_ids` 的形状是 {_shape((B, S))}，pad_id = {pad_id}。练习要的 padding mask 是什么样子？", truth,
+        "头的轴和 query 的轴都写成 1，它就能广播到 scores 的 (B, h, L, S)；bool 可以直接用在 masked_fill(~mask, …) 里。",
+        [(((B, S), "bool"), "(B, S) 和 (B, h, L, S) 右对齐广播时，B 会被对到 L 上：B 恰好等于 L 时不报错，却悄悄算错。"),
+         (((B, 1, 1, S), "int64"), "0/1 整数不行：对整数张量，~ 是按位取反（~1 == -2），masked_fill(~mask, …) 会出错。"),
+         (((B, 1, S, 1), "bool"), "PAD 挡住的是 key，key 在最后一维：应该是 (B, 1, 1, S)。")],
+        label=lambda v: f"形状 {_shape(v[0])}，dtype {v[1]}")]
+
+
+@_exercise("9.3")
+def _middle_widths():
+    B, L, d, h, d_k, d_v = 1, 4, 6, 2, 2, 4  # the chapter's example
+    shapes = ch09._middle_shapes(B, L, d, h, d_k, d_v)
+    setting = (f"自注意力，B = {B}，L = {L}，d_model = {d}，n_heads = {h}，但每个头的 Q、K 宽 d_k = {d_k}，"
+               f"V 宽 d_v = {d_v}。")
+    return [
+        _shape_choice(setting + "分头之后的 v 形状是？", shapes["v"],
+                      f"V 的每个头宽 d_v = {d_v}：(B, h, L, d_v)。",
+                      [((B, h, L, d_k), "V 的宽度由 d_v 决定，不是 d_k：d_k 只属于要做点积的 Q 和 K。"),
+                       ((B, h, L, d // h), f"每个头的宽度现在是题目给的 d_v = {d_v}，不再是 d_model / h = {d // h}。"),
+                       ((B, L, h, d_v), "分头之后要 transpose，把头的轴放到 token 的轴前面。")]),
+        _shape_choice("设定同上。Concat 之后（concat）的形状是？", shapes["concat"],
+                      f"Concat 把 {h} 个 {d_v} 维的头拼起来：h·d_v = {h * d_v}。",
+                      [((B, L, d), f"中间的宽度不再是 d_model；拼起来是 h·d_v = {h * d_v}。"),
+                       ((B, L, h * d_k), "Concat 拼的是每个头的输出，它的宽度由 d_v 决定，不是 d_k。"),
+                       ((B, h, L, d_v), "这是 Concat 之前各个头的输出 heads。")]),
+        _shape_choice("设定同上。W^O 之后（output）的形状是？", shapes["output"],
+                      f"W^O 把 h·d_v = {h * d_v} 映射回 d_model = {d}，输出和输入形状相同。",
+                      [((B, L, h * d_v), "最后的 W^O 把 h·d_v 映射回 d_model。"),
+                       ((B, L, h * d_k), "输出的宽度由 W^O 决定：回到 d_model。"),
+                       ((B, h, L, d_v), "后面还有 Concat 和 W^O。")]),
+    ]
+
+
+def _matrix(rows) -> str:
+    return "\n".join(" ".join(str(int(v)) for v in row) for row in rows)
+
+
+@_exercise("10.1")
+def _causal_choice():
+    L = 4
+    truth = _matrix(causal_mask(L).int().tolist())
+    ones = torch.ones(L, L, dtype=torch.int64)
+    return [_choice(
+        f"L = {L} 的因果掩码是哪一个？（行是 query i，列是 key j，1 = 可以看）", truth,
+        "含对角线的下三角：query i 可以看 j ≤ i 的 key，包括它自己。",
+        [(_matrix(ones.triu(1).tolist()), "极性反了：本课约定 True（1）= 可以看；这里把“未来”标成了 1。"),
+         (_matrix(ones.tril(-1).tolist()), "把对角线也挡住了：位置 i 可以看它自己，否则第 0 个 query 一个 key 也看不到。"),
+         (_matrix(ones.triu().tolist()), "取成了上三角：query i 只能看 j ≤ i 的 key，也就是下三角。")],
+        code=True)]
+
+
+@_exercise("10.2")
+def _combined_shape():
+    ids, pad_id, L = ch10.COMBINE_CASES[2]
+    pad = padding_mask(torch.tensor(ids), pad_id)  # (B, 1, 1, S)
+    B, S = pad.shape[0], pad.shape[-1]
+    truth = tuple((pad & causal_mask(L, S)).shape)
+    return [_shape_choice(
+        f"pad 的形状是 {_shape(pad.shape)}，causal 的形状是 {_shape((L, S))}（L ≠ S）。`pad & causal` 的形状是？", truth,
+        "右端对齐广播：(B, 1, 1, S) 与 (L, S) 得到 (B, 1, L, S)，头的轴保持 1，用到每个头上。",
+        [((B, L, S), "广播不会丢掉长度为 1 的轴：(B, 1, 1, S) 与 (L, S) 右对齐，结果是 (B, 1, L, S)。"),
+         ((B, 1, 1, S), f"causal 的 L = {L} 会把 query 那个长度为 1 的轴拉长。"),
+         ((B, 1, S, S), f"L 不一定等于 S：这里 causal 是 {_shape((L, S))}，结果的 query 轴是 {L}。")])]
+
+
+@_exercise("10.3")
+def _cross_shapes():
+    B, L, S, d, h = 2, 3, 5, 8, 2
+    shapes = ch10._cross_shapes(B, L, S, d, h)
+    setting = f"交叉注意力：B = {B}，解码器一侧 L = {L}（query），编码器一侧 S = {S}（key/value），d_model = {d}，n_heads = {h}。"
+    return [
+        _shape_choice(setting + "编码器一侧的 padding mask（`mha.padding_mask` 的形状）是？", shapes["mask"],
+                      "PAD 在 key（编码器）一侧：(B, 1, 1, S)，头和 query 的轴靠广播。",
+                      [((B, 1, L, S), "这是和因果掩码合并之后的形状；交叉注意力只用编码器的 padding mask。"),
+                       ((B, S), "(B, S) 会被右对齐到 (L, S) 上，要写成 (B, 1, 1, S)。"),
+                       ((B, 1, 1, L), f"padding mask 挡住的是 key（编码器一侧，长度 S = {S}），不是 query。")]),
+        _shape_choice("设定同上。注意力权重 weights 的形状是？", shapes["weights"],
+                      "一行属于一个 query（L 个），一列属于一个 key（S 个），每个头一张：(B, h, L, S)。",
+                      [((B, h, S, L), "行是 query（L 个），列是 key（S 个）。"),
+                       ((B, h, L, L), "交叉注意力里 L ≠ S，权重表不是方阵。"),
+                       ((B, L, S), "每个头有自己的一张权重表，别忘了头的轴。")]),
+        _shape_choice("设定同上。层的输出 output 的形状是？", shapes["output"],
+                      "输出的每一行对应一个 query：(B, L, d_model)。",
+                      [((B, S, d), f"输出跟着 query 的长度 L = {L}，不是编码器的 S。"),
+                       ((B, h, L, d // h), "后面还有 Concat 和 W^O，输出回到 (B, L, d_model)。"),
+                       ((B, L, S), "这是注意力权重（对头平均后）的形状。")]),
+    ]
+
+
+EXERCISES = tuple(_BANK)
+
+
+# ---------------------------------------------------------------- the public functions
+@functools.lru_cache(maxsize=None)
+def _questions(exercise_id: str) -> tuple:
+    if exercise_id not in _BANK:
+        raise KeyError(f"no self-check for exercise {exercise_id!r}; there are: {', '.join(EXERCISES)}")
+    return tuple(_BANK[exercise_id]())
+
+
+def questions(exercise_id: str) -> list:
+    """jupyterquiz's question dicts for one exercise (a fresh copy)."""
+    return copy.deepcopy(list(_questions(exercise_id)))
+
+
+def container_id(exercise_id: str) -> str:
+    """The HTML id of the quiz container (also a JavaScript identifier, as jupyterquiz needs)."""
+    return "selfcheck_" + exercise_id.replace(".", "_")
+
+
+def bundles(exercise_id: str) -> list:
+    """The display data of one self-check: an HTML bundle (container, styles) and a JavaScript bundle.
+
+    jupyterquiz's ``display_quiz`` is run with its output captured; its random container id is
+    replaced by :func:`container_id` and its container ``<div>`` is closed (it leaves it open,
+    which on the website would swallow the rest of the page).
+    """
+    import jupyterquiz
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    if not InteractiveShell.initialized():  # plain Python (tests): a shell to capture into
+        InteractiveShell.instance()
+    state = random.getstate()  # jupyterquiz draws its id from `random`: leave the notebook's state alone
+    try:
+        with capture_output(stdout=False, stderr=False) as captured:
+            jupyterquiz.display_quiz(questions(exercise_id), shuffle_answers=False, max_width=MAX_WIDTH)
+    finally:
+        random.setstate(state)
+    page, script = (dict(o.data) for o in captured.outputs)
+    drawn = re.match(r'<div id="([A-Za-z]+)"[^>]*>', page["text/html"])
+    if drawn is None or "application/javascript" not in script:
+        raise RuntimeError("jupyterquiz's output changed: expected a container <div> and a script")
+    mine = container_id(exercise_id)
+    tag = drawn.group(0)
+    page["text/html"] = tag.replace(drawn.group(1), mine) + "</div>" + page["text/html"][len(tag):].replace(
+        drawn.group(1), mine)
+    page["text/plain"] = f"网页自测：练习 {exercise_id}（{len(questions(exercise_id))} 道题，在网页上或运行这一格后作答）"
+    script["application/javascript"] = _in_chinese(script["application/javascript"].replace(drawn.group(1), mine))
+    script["text/plain"] = f"jupyterquiz {jupyterquiz.__version__}"
+    return [page, script]
+
+
+def _in_chinese(script: str) -> str:
+    """jupyterquiz's script with its interface words (:data:`UI_WORDS`) in Chinese."""
+    for english, chinese in UI_WORDS.items():
+        quoted = f'"{english}"'
+        if quoted not in script:
+            raise RuntimeError(f"jupyterquiz's script no longer says {quoted}: update mha.selfcheck.UI_WORDS")
+        script = script.replace(quoted, f'"{chinese}"')
+    return script
+
+
+def show(exercise_id: str) -> None:
+    """Display the self-check of one exercise in the notebook (works without a kernel on the website)."""
+    from IPython.display import display
+
+    for bundle in bundles(exercise_id):
+        display(bundle, raw=True)

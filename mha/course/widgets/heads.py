@@ -1,0 +1,110 @@
+"""Head viewer: one head's attention heatmap next to the average over all heads."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+
+from mha.masks import padding_mask
+from ..viz.heatmap import plot_heatmap, plot_heads
+from ._base import Explorer, View, show_static
+from ._toy import PAD, embed, toy_layer
+
+__all__ = ["EXAMPLE_SENTENCES", "HEAD_DEFAULTS", "head_weights", "head_view", "head_view_all", "build_head_viewer",
+           "head_viewer", "head_viewer_static"]
+
+EXAMPLE_SENTENCES = [
+    "You are welcome PAD",  # the lecture's worked example, 4 tokens, one of them padding
+    "the cat sat on the mat",
+    "I love deep learning",
+    "attention is all you need",
+]
+HEAD_DEFAULTS = {"sentence": EXAMPLE_SENTENCES[0], "head": 1, "d_model": 6, "n_heads": 2}  # as in chapter 9
+
+
+@torch.no_grad()
+def head_weights(sentence: str, d_model: int = 6, n_heads: int = 2, seed: int = 0):
+    """Attention weights of a fixed, seeded layer on one sentence.
+
+    The sentence is split on spaces; "PAD" tokens are masked as keys
+    (``mha.padding_mask``), so no query attends to them.
+
+    Returns:
+        ``(tokens, weights)``: the L tokens and the (h, L, L) weights, one
+        heatmap per head (rows: queries, columns: keys; each row sums to 1).
+    """
+    tokens = sentence.split()
+    if not tokens:
+        raise ValueError("句子是空的：至少要有 1 个词")
+    if d_model % n_heads:
+        raise ValueError(f"d_model = {d_model} 不能被 n_heads = {n_heads} 整除")
+    x = embed(tokens, d_model, seed)  # (1, L, d_model)
+    ids = torch.tensor([[0 if t == PAD else i + 1 for i, t in enumerate(tokens)]])  # (1, L), 0 = PAD
+    mask = padding_mask(ids, pad_id=0)  # (1, 1, 1, L)
+    _, weights = toy_layer(d_model, n_heads, seed)(x, x, x, mask=mask, need_weights=True)  # (1, h, L, L)
+    return tokens, weights[0]  # (h, L, L)
+
+
+def _summary(tokens, w) -> str:
+    """One line per query: the key it attends to most."""
+    best = w.argmax(dim=-1)  # (L,)
+    return "，".join(f"{q}→{tokens[j]} {w[i, j]:.2f}" for i, (q, j) in enumerate(zip(tokens, best.tolist())))
+
+
+def head_view(sentence: str = EXAMPLE_SENTENCES[0], head: int = 1, d_model: int = 6, n_heads: int = 2) -> View:
+    """Head ``head`` (1-based) next to the average over heads, with token labels."""
+    tokens, weights = head_weights(sentence, d_model, n_heads)  # (h, L, L)
+    if not 1 <= head <= n_heads:
+        raise ValueError(f"head 必须在 1 到 {n_heads} 之间，现在是 {head}")
+    w, mean = weights[head - 1], weights.mean(dim=0)  # (L, L), (L, L)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
+    plot_heatmap(w, tokens, tokens, title=f"head {head} of {n_heads}", ax=left, vmin=0.0, vmax=1.0)
+    plot_heatmap(mean, tokens, tokens, title=f"mean over {n_heads} heads", ax=right, vmin=0.0, vmax=1.0)
+    fig.tight_layout()
+    text = (f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}；"
+            f"未训练、固定随机种子的层）\n"
+            f"每个 query 最关注的 key（query→key 权重）：\n"
+            f"head {head}：{_summary(tokens, w)}\n"
+            f"平均：{_summary(tokens, mean)}")
+    if PAD in tokens:
+        text += "\nPAD 被 padding mask 遮住：它那一列的权重全是 0。"
+    return View(text=text, figure=fig, data={"tokens": tokens, "weights": weights, "head": head})
+
+
+def head_view_all(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 2) -> View:
+    """Every head plus the average in one row (``mha.viz.plot_heads``): the static picture."""
+    tokens, weights = head_weights(sentence, d_model, n_heads)  # (h, L, L)
+    fig = plot_heads(weights, tokens, include_mean=True)
+    lines = [f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}）",
+             "每个 query 最关注的 key（query→key 权重）："]
+    lines += [f"head {i + 1}：{_summary(tokens, weights[i])}" for i in range(n_heads)]
+    lines.append(f"平均：{_summary(tokens, weights.mean(dim=0))}")
+    return View(text="\n".join(lines), figure=fig, data={"tokens": tokens, "weights": weights})
+
+
+def build_head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: int = 2) -> Explorer:
+    """The widget: a sentence menu and one button per head above the two heatmaps."""
+    import ipywidgets as widgets
+
+    controls = {
+        "sentence": widgets.Dropdown(options=list(sentences), value=sentences[0], description="句子"),
+        "head": widgets.ToggleButtons(options=[(f"head {i}", i) for i in range(1, n_heads + 1)], value=1,
+                                      description="头"),
+    }
+
+    def render(sentence, head):
+        return head_view(sentence, head, d_model, n_heads)
+
+    return Explorer(render, controls, rows=[["sentence"], ["head"]],
+                    title="<b>看每个头</b>：选一句话和一个头，左边是这个头的注意力，右边是所有头的平均")
+
+
+def head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: int = 2) -> None:
+    """Display the head viewer (needs a running kernel: Colab, Jupyter)."""
+    from IPython.display import display
+
+    display(build_head_viewer(sentences, d_model, n_heads).widget)
+
+
+def head_viewer_static(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 2):
+    """The default sentence, every head and the average: prints the summary, returns the figure."""
+    return show_static(head_view_all(sentence, d_model, n_heads))

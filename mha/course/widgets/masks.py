@@ -1,0 +1,112 @@
+"""Mask explorer: padding, causal or both, for a sentence padded to a chosen length."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+
+from mha.masks import causal_mask, padding_mask
+from ..viz.heatmap import plot_heatmap
+from ..viz.masks import plot_mask
+from ._base import Explorer, View, require_positive, show_static, slider
+from ._toy import PAD, embed, toy_layer
+
+__all__ = ["MASK_KINDS", "MASK_WORDS", "MASK_DEFAULTS", "mask_weights", "mask_view", "build_mask_explorer",
+           "mask_explorer", "mask_explorer_static"]
+
+MASK_KINDS = ["padding", "causal", "both"]
+MASK_WORDS = ["You", "are", "welcome", "to", "learn", "multi", "head", "attention"]
+MASK_DEFAULTS = {"kind": "both", "length": 3, "padded_len": 4}  # "You are welcome PAD"
+MAX_PADDED = 10
+
+
+@torch.no_grad()
+def mask_weights(kind: str = "both", length: int = 3, padded_len: int = 4, d_model: int = 8, n_heads: int = 2,
+                 seed: int = 0) -> dict:
+    """Build the mask and run a seeded layer with it.
+
+    Args:
+        kind: "padding", "causal" or "both".
+        length: number of real tokens (the rest up to ``padded_len`` is PAD).
+        padded_len: S, the length after padding.
+
+    Returns:
+        ``{"tokens": S labels, "mask": the mask as built (padding (1, 1, 1, S),
+        causal (S, S), both (1, 1, S, S)), "grid": it broadcast to (S, S),
+        "weights": (h, S, S)}``; True in the mask = may attend.
+    """
+    if kind not in MASK_KINDS:
+        raise ValueError(f"kind 只能是 {MASK_KINDS} 之一，现在是 {kind!r}")
+    require_positive(length=length, padded_len=padded_len)
+    if length > len(MASK_WORDS):
+        raise ValueError(f"length 最多是 {len(MASK_WORDS)}（例句只有这么多词），现在是 {length}")
+    if length > padded_len:
+        raise ValueError(f"真实长度 length = {length} 比填充后的长度 padded_len = {padded_len} 还长："
+                         f"填充只会在句尾补 PAD，不会截断；请把 padded_len 调到至少 {length}。")
+    S = padded_len
+    tokens = MASK_WORDS[:length] + [PAD] * (S - length)
+    ids = torch.tensor([[i + 1 for i in range(length)] + [0] * (S - length)])  # (1, S), 0 = PAD
+    pad = padding_mask(ids, pad_id=0)  # (1, 1, 1, S)
+    causal = causal_mask(S)  # (S, S)
+    mask = {"padding": pad, "causal": causal, "both": pad & causal}[kind]  # both: (1, 1, S, S)
+    grid = torch.broadcast_to(mask, (1, 1, S, S))[0, 0]  # (S, S)
+    x = embed(tokens, d_model, seed)  # (1, S, d_model)
+    _, weights = toy_layer(d_model, n_heads, seed)(x, x, x, mask=mask, need_weights=True)  # (1, h, S, S)
+    return {"tokens": tokens, "mask": mask, "grid": grid, "weights": weights[0]}
+
+
+_EXPLAIN = {
+    "padding": "padding mask：PAD 那几列（key）被遮住，谁也不去看 PAD；\n"
+               "PAD 自己作为 query 的那几行照常有权重，它们的输出后面会被丢掉。",
+    "causal": "causal mask：第 i 行只能看第 1..i 列，看不到后面（未来）的词，所以是一个下三角。",
+    "both": "两个 mask 取“与”（&）：既不看 PAD，也不看未来。",
+}
+
+
+def mask_view(kind: str = "both", length: int = 3, padded_len: int = 4) -> View:
+    """The mask (white = may attend) next to head 1's weights under that mask."""
+    try:
+        result = mask_weights(kind, length, padded_len)
+    except ValueError as err:
+        return View(text=f"⚠️ {err}", figure=None, data={"error": str(err)})
+    tokens, grid, weights = result["tokens"], result["grid"], result["weights"]
+    h, S = weights.shape[0], len(tokens)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    plot_mask(grid, tokens, tokens, title=f"{kind} mask (1 = may attend)", ax=left)
+    plot_heatmap(weights[0], tokens, tokens, title="head 1 weights", ax=right, vmin=0.0, vmax=1.0,
+                 annotate=S <= 6)  # numbers in every cell only while they fit (and stay fast to draw)
+    fig.tight_layout()
+    hidden = int((~grid).sum())
+    max_hidden = weights.masked_select(~grid.expand(h, S, S)).abs().max().item() if hidden else 0.0
+    text = (f"{' '.join(tokens)}：{length} 个真实词，填充到 S = {S}\n"
+            f"mask 的形状 {tuple(result['mask'].shape)}，广播到 (B, h, L, S) = (1, {h}, {S}, {S})\n"
+            f"{_EXPLAIN[kind]}\n"
+            f"被遮住的 {hidden} 个位置：{h} 个头的权重"
+            + ("全部 = 0" if max_hidden == 0 else f"最大 {max_hidden:.2e}（应当是 0！）")
+            + "；每行权重之和 = 1。")
+    return View(text=text, figure=fig, data=result)
+
+
+def build_mask_explorer(**settings) -> Explorer:
+    """The widget: mask kind, real length and padded length above the mask and the weights."""
+    import ipywidgets as widgets
+
+    s = {**MASK_DEFAULTS, **settings}
+    controls = {
+        "kind": widgets.ToggleButtons(options=MASK_KINDS, value=s["kind"], description="mask"),
+        "length": slider("真实长度", s["length"], 1, len(MASK_WORDS)),
+        "padded_len": slider("填充后长度 S", s["padded_len"], 1, MAX_PADDED),
+    }
+    return Explorer(mask_view, controls, rows=[["kind"], ["length", "padded_len"]],
+                    title="<b>掩码探索器</b>：选 mask 的种类和长度，看 mask 和被它改变的注意力权重")
+
+
+def mask_explorer(**settings) -> None:
+    """Display the mask explorer (needs a running kernel: Colab, Jupyter)."""
+    from IPython.display import display
+
+    display(build_mask_explorer(**settings).widget)
+
+
+def mask_explorer_static(**settings):
+    """The default setting ("You are welcome PAD", both masks): prints the text, returns the figure."""
+    return show_static(mask_view(**{**MASK_DEFAULTS, **settings}))

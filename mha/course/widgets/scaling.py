@@ -1,0 +1,127 @@
+"""Why divide by sqrt(d_k): the spread of the scores and how peaked the softmax gets."""
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+from mha.steps import attention_scores, masked_softmax
+from ._base import Explorer, View, show_static
+
+__all__ = ["D_K_CHOICES", "score_stats", "scaling_view", "scaling_compare_view", "build_scaling_explorer", "scaling_explorer",
+           "scaling_explorer_static"]
+
+D_K_CHOICES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+N_PAIRS = 4096  # independent (q, k) pairs for the histogram and the std
+N_QUERIES, N_KEYS = 256, 16  # a (256, 16) score table for the softmax statistics
+
+
+@torch.no_grad()
+def score_stats(d_k: int, scaled: bool = True, seed: int = 0) -> dict:
+    """Scores of random q, k with entries ~ N(0, 1), with or without the 1/sqrt(d_k).
+
+    Returns a dict with
+        ``pair_scores`` (N_PAIRS,): q_i . k_i (/ sqrt(d_k)) of independent pairs;
+        ``std``: their standard deviation (about sqrt(d_k) unscaled, about 1 scaled);
+        ``weights`` (N_QUERIES, N_KEYS): softmax of each query's scores over N_KEYS keys;
+        ``row`` (N_KEYS,): the first of those rows;
+        ``max_weight`` / ``entropy``: of that row (entropy in nats);
+        ``mean_max_weight`` / ``mean_entropy``: averaged over all rows;
+        ``uniform_entropy``: ln(N_KEYS), the entropy of a perfectly flat row.
+    """
+    if not isinstance(d_k, int) or d_k < 1:
+        raise ValueError(f"d_k 必须是正整数，现在是 {d_k!r}")
+    g = torch.Generator().manual_seed(seed)
+    scale = 1.0 / math.sqrt(d_k) if scaled else 1.0
+    q = torch.randn(N_PAIRS, d_k, generator=g)  # (N, d_k)
+    k = torch.randn(N_PAIRS, d_k, generator=g)  # (N, d_k)
+    pair_scores = (q * k).sum(dim=-1) * scale  # (N,)
+    q = torch.randn(1, 1, N_QUERIES, d_k, generator=g)  # (B=1, h=1, L, d_k)
+    k = torch.randn(1, 1, N_KEYS, d_k, generator=g)  # (B=1, h=1, S, d_k)
+    scores = attention_scores(q, k)  # (1, 1, L, S), divided by sqrt(d_k)
+    if not scaled:
+        scores = scores * math.sqrt(d_k)  # undo the scaling: plain q . k
+    weights = masked_softmax(scores)[0, 0]  # (L, S)
+    entropy = -torch.special.xlogy(weights, weights).sum(dim=-1)  # (L,), 0 log 0 = 0
+    return {
+        "d_k": d_k, "scaled": scaled,
+        "pair_scores": pair_scores, "std": pair_scores.std().item(),
+        "weights": weights, "row": weights[0],
+        "max_weight": weights[0].max().item(), "entropy": entropy[0].item(),
+        "mean_max_weight": weights.max(dim=-1).values.mean().item(), "mean_entropy": entropy.mean().item(),
+        "uniform_entropy": math.log(N_KEYS),
+    }
+
+
+def _draw(stats: dict, hist_ax, bar_ax) -> None:
+    """Histogram of the scores (x range fixed by d_k) and a bar chart of one softmax row."""
+    d_k = stats["d_k"]
+    label = r"$q \cdot k / \sqrt{d_k}$" if stats["scaled"] else r"$q \cdot k$ (not scaled)"
+    width = 4 * math.sqrt(d_k) + 1  # same x range with and without scaling: the shrink is visible
+    hist_ax.hist(stats["pair_scores"].numpy(), bins=60, range=(-width, width), color="#4c72b0")
+    hist_ax.set_xlim(-width, width)
+    hist_ax.set_title(f"{label}, $d_k$ = {d_k}: std = {stats['std']:.2f}")
+    hist_ax.set_xlabel("score")
+    hist_ax.set_ylabel("count")
+    row = stats["row"].numpy()
+    bar_ax.bar(range(len(row)), row, color="#dd8452")
+    bar_ax.set_ylim(0, 1)
+    bar_ax.set_xticks(range(len(row)))
+    bar_ax.set_xlabel("key")
+    bar_ax.set_ylabel("weight")
+    bar_ax.set_title(f"softmax of one row: max = {stats['max_weight']:.2f}, "
+                     f"entropy = {stats['entropy']:.2f} (flat: {stats['uniform_entropy']:.2f})")
+
+
+def _text(stats: dict) -> str:
+    d_k, std = stats["d_k"], stats["std"]
+    how = "除以 √d_k" if stats["scaled"] else "不缩放"
+    target = "≈ 1" if stats["scaled"] else f"≈ √{d_k} = {math.sqrt(d_k):.2f}"
+    return (f"d_k = {d_k}，{how}：scores 的标准差 = {std:.2f}（{target}）\n"
+            f"  softmax 的一行（{N_KEYS} 个 key）：最大权重 {stats['max_weight']:.2f}，熵 {stats['entropy']:.2f}\n"
+            f"  {N_QUERIES} 行平均：最大权重 {stats['mean_max_weight']:.2f}，熵 {stats['mean_entropy']:.2f}"
+            f"（完全均匀时：{1 / N_KEYS:.3f} 和 ln {N_KEYS} = {stats['uniform_entropy']:.2f}）")
+
+
+def scaling_view(d_k: int = 64, scaled: bool = True) -> View:
+    """One setting: histogram of the scores and one softmax row, plus the numbers in Chinese."""
+    stats = score_stats(d_k, scaled)
+    fig, (hist_ax, bar_ax) = plt.subplots(1, 2, figsize=(11, 3.4))
+    _draw(stats, hist_ax, bar_ax)
+    fig.tight_layout()
+    return View(text=_text(stats), figure=fig, data=stats)
+
+
+def scaling_compare_view(d_k: int = 64) -> View:
+    """Both settings for one d_k, not scaled (top) and scaled (bottom): the static picture."""
+    both = [score_stats(d_k, scaled=False), score_stats(d_k, scaled=True)]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 6.2))
+    for stats, (hist_ax, bar_ax) in zip(both, axes):
+        _draw(stats, hist_ax, bar_ax)
+    fig.tight_layout()
+    return View(text="\n".join(_text(s) for s in both), figure=fig, data={"unscaled": both[0], "scaled": both[1]})
+
+
+def build_scaling_explorer(d_k: int = 64, scaled: bool = True) -> Explorer:
+    """The widget: a d_k menu and a scaling checkbox above the histogram and the softmax row."""
+    import ipywidgets as widgets
+
+    controls = {
+        "d_k": widgets.Dropdown(options=D_K_CHOICES, value=d_k, description="d_k"),
+        "scaled": widgets.Checkbox(value=scaled, description="除以 √d_k"),
+    }
+    return Explorer(scaling_view, controls,
+                    title="<b>√d_k 与 softmax</b>：d_k 越大，不缩放的分数越分散，softmax 越尖")
+
+
+def scaling_explorer(d_k: int = 64, scaled: bool = True) -> None:
+    """Display the sqrt(d_k) explorer (needs a running kernel: Colab, Jupyter)."""
+    from IPython.display import display
+
+    display(build_scaling_explorer(d_k, scaled).widget)
+
+
+def scaling_explorer_static(d_k: int = 64):
+    """Not scaled vs scaled for the default d_k: prints the numbers, returns the figure."""
+    return show_static(scaling_compare_view(d_k))
