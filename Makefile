@@ -13,7 +13,7 @@ KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
 KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 KERNELS_OTHER := $(KERNELS_AVX2) $(KERNELS_SCALAR)
 
-.PHONY: book test unit nbval nbval-other-kernels nbval-matrix colab site execute clean lab
+.PHONY: book test quick unit nbval nbval-other-kernels nbval-matrix colab site execute clean lab
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ test: unit nbval nbval-other-kernels colab
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+# The core, the checkers and everything else that needs no website, browser, training or server
+# (pytest markers site/browser/slow, see tests/conftest.py): under 2 minutes.
+quick: $(STAMP)
+	$(BIN)/python -m pytest tests -q -m "not site and not browser and not slow"
 
 nbval: $(STAMP)
 	$(NBVAL)

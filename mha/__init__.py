@@ -47,8 +47,7 @@ __all__ = [
     "padding_mask",
     "padding_mask_from_lengths",
     "causal_mask",
-    "fmt",
-] + steps.__all__
+] + steps.__all__  # (``fmt`` is the course's: ``mha.fmt`` works, ``from mha import *`` leaves it out)
 
 # The old module names that now live in mha.course (readers' saved notebooks import them).
 COURSE_ALIASES = ("bench", "display", "exercises", "interactive", "numerals", "selfcheck", "toy_task", "viz",

@@ -16,7 +16,7 @@ and, what matters most when decoding, the KV cache shrinks by the factor
 
 There is no second forward: :class:`mha.MultiHeadAttention` takes ``n_kv_heads``
 (as Llama's attention does). This subclass only makes ``n_kv_heads`` a required
-argument and starts with no dropout, as decoders usually do.
+argument; every default (``dropout=0.1``, ``bias``, ``fused``) is the layer's.
 :meth:`~mha.MultiHeadAttention.to_multi_head` builds the equivalent ordinary layer.
 """
 from __future__ import annotations
@@ -35,6 +35,6 @@ class GroupedQueryAttention(MultiHeadAttention):
     (B, h_kv, S, d_k) keys and values.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, dropout: float = 0.0, bias: bool = True,
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, dropout: float = 0.1, bias: bool = True,
                  fused: bool = True):
         super().__init__(d_model, n_heads, dropout=dropout, bias=bias, fused=fused, n_kv_heads=n_kv_heads)

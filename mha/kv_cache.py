@@ -6,11 +6,16 @@ projecting the whole prefix again at every step the layer keeps them: the
 cache holds the *projected and split* keys and values, one tensor each of
 shape (B, h, S, d_k), where S is the number of tokens seen so far.
 
-Usage with :class:`mha.MultiHeadAttention`::
+Usage with :meth:`mha.MultiHeadAttention.decode` (x_t: the newest token, (B, 1, d_model)):
 
-    cache = KVCache()                                      # empty: S = 0
-    for x_t in tokens:                                     # x_t: (B, 1, d_model)
-        out_t, cache = layer(x_t, x_t, x_t, cache=cache)   # cache.length grows by 1
+    >>> import torch, mha
+    >>> layer = mha.MultiHeadAttention(d_model=16, n_heads=4).eval()
+    >>> cache = KVCache()                                      # empty: S = 0
+    >>> for t in range(3):
+    ...     x_t = torch.randn(2, 1, 16)
+    ...     out_t, cache = layer.decode(x_t, x_t, x_t, cache)  # cache.length grows by 1
+    >>> cache.length, tuple(cache.keys.shape)                  # (B, h, S, d_k)
+    (3, (2, 4, 3, 4))
 
 The cache is immutable: :meth:`append` returns a new cache and leaves the old
 one untouched (so a test can keep every step's cache). Production code

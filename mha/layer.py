@@ -29,7 +29,7 @@ from torch import nn
 
 from .kv_cache import KVCache
 from .masks import normalize_mask
-from .steps import apply_causal, fused_attention, merge_heads, repeat_kv_heads, scaled_dot_product_attention, split_heads
+from .steps import attention, fused_attention, merge_heads, project, repeat_kv_heads, split_heads
 from .validate import require_attention_inputs, require_head_config, require_is_causal, require_same_dtype_device
 
 __all__ = ["MultiHeadAttention"]
@@ -43,9 +43,12 @@ class MultiHeadAttention(nn.Module):
         n_heads: number of heads h (lecture: 8); must divide ``d_model``.
         dropout: dropout probability on the attention weights (lecture: 0.1).
         bias: whether the four Linear layers have a bias.
-        fused: when weights are not requested, use the fused
-            ``F.scaled_dot_product_attention`` kernel (same numbers, faster);
-            set to False to always run the explicit, step-by-step path.
+        fused: the default ``True`` runs step 4 through PyTorch's fused
+            ``F.scaled_dot_product_attention`` kernel whenever the weights are not
+            requested (same numbers up to rounding, faster, the (L, S) weights never
+            returned); ``need_weights=True`` always takes the explicit path, the
+            lecture's ``softmax(Q K^T / sqrt(d_k)) V`` (:func:`mha.steps.attention`),
+            and ``fused=False`` takes it on every call. Chapter 8 shows both agree.
         n_kv_heads: number of key/value heads h_kv (default: ``n_heads``, ordinary
             multi-head attention). Fewer K/V heads, each shared by a group of
             ``n_heads / n_kv_heads`` query heads, is grouped-query attention;
@@ -113,19 +116,23 @@ class MultiHeadAttention(nn.Module):
         """
         mask = self._validate(query, key, value, mask, is_causal)
         # Step 2: three Linear projections
-        q = self.W_q(query)  # (B, L, d_model)
-        k = self.W_k(key)  # (B, S, h_kv * d_k)
-        v = self.W_v(value)  # (B, S, h_kv * d_k)
+        q = project(query, self.W_q)  # (B, L, d_model)
+        k = project(key, self.W_k)  # (B, S, h_kv * d_k)
+        v = project(value, self.W_v)  # (B, S, h_kv * d_k)
         # Step 3: split heads
         q = split_heads(q, self.n_heads)  # (B, h, L, d_k)
         k = split_heads(k, self.n_kv_heads)  # (B, h_kv, S, d_k)
         v = split_heads(v, self.n_kv_heads)  # (B, h_kv, S, d_k)
-        # Step 4: scaled dot-product attention, all heads in parallel
-        heads, weights = self._attention(q, k, v, mask, is_causal, need_weights)  # (B, h, L, d_k)
+        # Step 4: scaled dot-product attention, all heads in parallel (GQA: each K/V head serves a group)
+        k, v = repeat_kv_heads(k, self.group), repeat_kv_heads(v, self.group)  # (B, h, S, d_k)
+        if self.fused and not need_weights:  # the fused kernel: same numbers, no (L, S) weights kept
+            heads, weights = fused_attention(q, k, v, mask, self._dropout_p(), is_causal), None  # (B, h, L, d_k)
+        else:  # the explicit math: softmax(Q K^T / sqrt(d_k)) V
+            heads, weights = attention(q, k, v, mask, self.dropout, is_causal)  # (B, h, L, d_k), (B, h, L, S)
         # Step 5: Concat
         concat = merge_heads(heads)  # (B, L, d_model)
         # Step 6: final Linear W^O
-        output = self.W_o(concat)  # (B, L, d_model)
+        output = project(concat, self.W_o)  # (B, L, d_model)
         return (output, weights) if need_weights else output
 
     def decode(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cache: KVCache,
@@ -153,23 +160,17 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.W_q(query), self.n_heads)  # (B, h, L, d_k)
         k = split_heads(self.W_k(key), self.n_kv_heads)  # (B, h_kv, S_new, d_k)
         cache = cache.append(k, split_heads(self.W_v(value), self.n_kv_heads))  # (B, h_kv, S, d_k) each
-        heads, weights = self._attention(q, cache.keys, cache.values, mask, is_causal, need_weights)  # (B, h, L, d_k)
+        k, v = repeat_kv_heads(cache.keys, self.group), repeat_kv_heads(cache.values, self.group)  # (B, h, S, d_k)
+        if self.fused and not need_weights:
+            heads, weights = fused_attention(q, k, v, mask, self._dropout_p(), is_causal), None  # (B, h, L, d_k)
+        else:
+            heads, weights = attention(q, k, v, mask, self.dropout, is_causal)  # (B, h, L, d_k), (B, h, L, S)
         output = self.W_o(merge_heads(heads))  # (B, L, d_model)
         return (output, weights, cache) if need_weights else (output, cache)
 
-    def _attention(self, q, k, v, mask, is_causal: bool, need_weights: bool):
-        """Step 4 on split heads: ``(heads (B, h, L, d_k), weights (B, h, L, S) or None)``.
-
-        Each K/V head serves ``group`` query heads (one each unless GQA). The fused
-        kernel runs unless the weights are wanted (or ``fused=False``).
-        """
-        k, v = repeat_kv_heads(k, self.group), repeat_kv_heads(v, self.group)  # (B, h, S, d_k)
-        if self.fused and not need_weights:
-            p = self.dropout.p if self.training else 0.0
-            return fused_attention(q, k, v, mask, dropout_p=p, is_causal=is_causal), None  # (B, h, L, d_k)
-        if is_causal:
-            mask = apply_causal(mask, q.shape[-2], k.shape[-2], device=q.device)  # (L, S) or (B, h, L, S)
-        return scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, L, d_k), (B, h, L, S)
+    def _dropout_p(self) -> float:
+        """The fused kernel's dropout probability: the layer's p in training mode, 0 in eval mode."""
+        return self.dropout.p if self.training else 0.0
 
     def _validate(self, query, key, value, mask, is_causal, cache: KVCache | None = None):
         """Validate the inputs, once, here; return the mask as bool broadcastable to (B, h, L, S).

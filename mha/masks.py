@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .validate import require_int, require_tensor
+from .validate import require_int, require_rank, require_tensor
 
 __all__ = [
     "padding_mask",
@@ -38,9 +38,7 @@ def padding_mask(token_ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     Returns:
         (B, 1, 1, S) bool, True where the token is real (may be attended to).
     """
-    require_tensor(token_ids, "token_ids")
-    if token_ids.dim() != 2:
-        raise ValueError(f"token_ids must have shape (B, S), got {tuple(token_ids.shape)}")
+    require_rank(require_tensor(token_ids, "token_ids"), 2, "token_ids", "(B, S)")
     pad_id = require_int(pad_id, "pad_id")
     keep = token_ids != pad_id  # (B, S)
     return keep[:, None, None, :]  # (B, 1, 1, S)
@@ -55,6 +53,10 @@ def padding_mask_from_lengths(lengths: torch.Tensor | list[int], max_len: int) -
 
     Returns:
         (B, 1, 1, S) bool, True at positions ``< length``.
+
+    Example:
+        >>> padding_mask_from_lengths([3, 1], 4)[:, 0, 0].int().tolist()
+        [[1, 1, 1, 0], [1, 0, 0, 0]]
     """
     max_len = require_int(max_len, "max_len")
     try:
@@ -84,6 +86,10 @@ def causal_mask(L: int, S: int | None = None, device=None) -> torch.Tensor:
 
     Returns:
         (L, S) bool, True = may attend.
+
+    Example:
+        >>> causal_mask(2, 3).int().tolist()  # 2 new queries after 1 cached token
+        [[1, 1, 0], [1, 1, 1]]
     """
     L = require_int(L, "L")
     S = L if S is None else require_int(S, "S")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from .validate import require_int, require_number
+
 __all__ = ["sinusoidal_positional_encoding"]
 
 
@@ -33,10 +35,8 @@ def sinusoidal_positional_encoding(L: int, d_model: int, base: float = 10000.0, 
         >>> sinusoidal_positional_encoding(4, 6)[0]
         tensor([0., 1., 0., 1., 0., 1.])
     """
-    for name, value in (("L", L), ("d_model", d_model)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
+    L, d_model = require_int(L, "L", minimum=1), require_int(d_model, "d_model", minimum=1)
+    if require_number(base, "base", 1.0, float("inf")) == 1.0:
         raise ValueError(f"base must be a number > 1, got {base!r}")
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")

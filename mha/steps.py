@@ -25,12 +25,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from .masks import causal_mask
+from .validate import require_int
 
 __all__ = [
     "project",
     "split_heads",
     "attention_scores",
     "masked_softmax",
+    "attention",
     "scaled_dot_product_attention",
     "fused_attention",
     "apply_causal",
@@ -80,33 +82,49 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return weights.masked_fill(~mask, 0.0)  # masked keys -> exactly 0
 
 
-def scaled_dot_product_attention(
+def attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     dropout: nn.Module | None = None,
+    is_causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Step 4, explicit path: ``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V`` for all heads at once.
 
     Args:
         q: (B, h, L, d_k)
         k: (B, h, S, d_k)
-        v: (B, h, S, d_k)
+        v: (B, h, S, d_v) (d_v = d_k in the layer; any width works here)
         mask: bool, broadcastable to (B, h, L, S), True = may attend.
         dropout: optional ``nn.Dropout`` on the weights (the lecture's 0.1): in
             training mode it zeroes each weight with probability p and scales the
             others by 1 / (1 - p); in eval mode it does nothing.
+        is_causal: also apply the bottom-right causal mask (:func:`apply_causal`).
 
     Returns:
-        ``(output, weights)``: output (B, h, L, d_k), weights (B, h, L, S).
+        ``(output, weights)``: output (B, h, L, d_v), weights (B, h, L, S).
         A query with no key to attend gets zero weights and a zero output.
+        (Unlike ``F.scaled_dot_product_attention``, which returns only the output.)
+
+    Example:
+        >>> q = k = v = torch.zeros(1, 2, 3, 4)
+        >>> out, weights = attention(q, k, v)
+        >>> tuple(out.shape), tuple(weights.shape), [round(w, 4) for w in weights[0, 0, 0].tolist()]
+        ((1, 2, 3, 4), (1, 2, 3, 3), [0.3333, 0.3333, 0.3333])
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, L, S): Q K^T / sqrt(d_k)
+    if is_causal:
+        mask = apply_causal(mask, q.shape[-2], k.shape[-2], device=q.device)  # (L, S) or (B, h, L, S)
+    scores = attention_scores(q, k)  # (B, h, L, S): Q K^T / sqrt(d_k)
     weights = masked_softmax(scores, mask)  # (B, h, L, S)
     if dropout is not None:
         weights = dropout(weights)  # (B, h, L, S)
-    return weights @ v, weights  # (B, h, L, d_k), (B, h, L, S)
+    return weights @ v, weights  # (B, h, L, d_v), (B, h, L, S)
+
+
+# The name chapters 5-10 used first; kept for saved notebooks. It returns (output, weights),
+# unlike torch.nn.functional.scaled_dot_product_attention, hence the new name above.
+scaled_dot_product_attention = attention
 
 
 def apply_causal(mask: torch.Tensor | None, L: int, S: int, device=None) -> torch.Tensor:
@@ -141,10 +159,10 @@ def fused_attention(
 
     The fused kernel never returns (and, in its flash/memory-efficient variants,
     never stores) the (L, S) weight matrix. A query with no key to attend gets
-    a zero output, exactly like :func:`scaled_dot_product_attention`.
+    a zero output, exactly like :func:`attention`.
 
     Args:
-        q, k, v, mask: as in :func:`scaled_dot_product_attention`.
+        q, k, v, mask: as in :func:`attention`.
         dropout_p: dropout probability on the weights (0 in eval mode).
         is_causal: apply a causal (look-ahead) mask without being given one.
             With no ``mask`` and ``L == S`` the kernel gets
@@ -181,8 +199,7 @@ def repeat_kv_heads(x: torch.Tensor, group: int) -> torch.Tensor:
     i gets K/V head ``i // group``. With ``group == 1`` (ordinary multi-head
     attention) ``x`` comes back unchanged.
     """
-    if not isinstance(group, int) or isinstance(group, bool) or group < 1:
-        raise ValueError(f"group must be a positive int, got {group!r}")
+    group = require_int(group, "group", minimum=1)
     return x if group == 1 else x.repeat_interleave(group, dim=1)  # (B, h, S, d_k)
 
 

@@ -6,6 +6,10 @@ student sees ``expected (B, L, 512), got (2, 4, 256)`` instead of a matrix-multi
 error from deep inside PyTorch. The step functions of :mod:`mha.steps` do not validate
 again: they are the plain math, called on inputs that were checked here.
 
+One rule for every helper: a value of the wrong *type* raises ``TypeError``, a value of the
+right type that is out of range or of the wrong shape raises ``ValueError``
+(``tests/test_errors.py`` holds the table).
+
 (Not to be confused with the exercise checkers, ``mha.exercises.check_*``, which grade a
 student's answer.)
 """
@@ -16,7 +20,7 @@ import operator
 import torch
 
 __all__ = ["require_tensor", "require_float_tensor", "require_rank", "require_same_dtype_device",
-           "require_finite", "require_int", "require_head_config", "require_attention_inputs", "require_is_causal"]
+           "require_finite", "require_int", "require_number", "require_head_config", "require_attention_inputs", "require_is_causal"]
 
 
 def _shape(t: torch.Tensor) -> str:
@@ -100,16 +104,23 @@ def require_int(value, name: str, minimum: int = 0) -> int:
     return number
 
 
-def _is_positive_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+def require_number(value, name: str, low: float, high: float, *, high_inclusive: bool = False) -> float:
+    """Return ``value`` as a float; ``TypeError`` unless it is a real number (not a bool),
+    ``ValueError`` outside ``[low, high)`` (``[low, high]`` with ``high_inclusive``)."""
+    interval = f"[{low}, {high}]" if high_inclusive else f"[{low}, {high})"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number in {interval}, got {type(value).__name__} {value!r}")
+    if not (low <= value <= high if high_inclusive else low <= value < high):
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return float(value)
 
 
 def require_head_config(d_model, n_heads, dropout: float, n_kv_heads=None) -> None:
     """Validate ``d_model``, ``n_heads`` (must divide ``d_model``), ``n_kv_heads`` (must divide ``n_heads``), ``dropout``."""
-    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads)):
-        if (value is not None or name != "n_kv_heads") and not _is_positive_int(value):
-            raise TypeError(f"d_model, n_heads and n_kv_heads must be positive ints (n_kv_heads may be None "
-                            f"for n_heads), got {name}={value!r}")
+    require_int(d_model, "d_model", minimum=1)
+    require_int(n_heads, "n_heads", minimum=1)
+    if n_kv_heads is not None:
+        require_int(n_kv_heads, "n_kv_heads (None means n_heads)", minimum=1)
     if d_model % n_heads != 0:
         raise ValueError(
             f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads} "
@@ -120,10 +131,7 @@ def require_head_config(d_model, n_heads, dropout: float, n_kv_heads=None) -> No
             f"n_heads must be divisible by n_kv_heads (each K/V head serves a whole group of query heads): "
             f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}"
         )
-    if not isinstance(dropout, (int, float)) or isinstance(dropout, bool):
-        raise TypeError(f"dropout must be a float in [0, 1), got {type(dropout).__name__} {dropout!r}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
+    require_number(dropout, "dropout", 0.0, 1.0)
 
 
 def require_is_causal(is_causal) -> bool:

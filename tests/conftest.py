@@ -10,6 +10,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 collect_ignore = [] if os.environ.get("MHA_COLAB_SESSION") else ["colab"]
 
 
+def pytest_collection_modifyitems(items):
+    """Markers by file, so `make quick` (-m "not site and not browser and not slow") needs no list:
+    tests/test_browser*.py drive Chromium, tests/test_site*.py build the website."""
+    for item in items:
+        name = item.path.name
+        if name.startswith("test_browser"):
+            item.add_marker(pytest.mark.browser)
+        elif name.startswith("test_site"):
+            item.add_marker(pytest.mark.site)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

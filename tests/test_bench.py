@@ -23,9 +23,6 @@ def test_result_structure(tiny):
         assert r["median_ms"] > 0
         assert r["peak_mib"] > 0
         assert math.isfinite(r["time_ratio"]) and r["time_ratio"] > 0
-    for r in rows:
-        if r["case"] == bench.BASELINE:
-            assert r["time_ratio"] == 1.0 and r["memory_ratio"] == 1.0
 
 
 def test_explicit_path_allocates_the_weights(tiny):

@@ -3,19 +3,20 @@ import pytest
 import torch
 
 import mha
+from layers import small_layer
 
 
 @pytest.fixture
 def layer():
-    return mha.MultiHeadAttention(d_model=8, n_heads=2, dropout=0.0).eval()
+    return small_layer(8, 2, dtype=torch.float32)
 
 
 def test_d_model_not_divisible(layer):
     with pytest.raises(ValueError, match=r"d_model=512, n_heads=3"):
         mha.MultiHeadAttention(512, 3)
-    with pytest.raises(TypeError, match="positive ints"):
+    with pytest.raises(ValueError, match="n_heads must be an int >= 1, got 0"):
         mha.MultiHeadAttention(512, 0)
-    with pytest.raises(ValueError, match=r"dropout must be a float in \[0, 1\), got 1.5"):
+    with pytest.raises(ValueError, match=r"dropout must lie in \[0.0, 1.0\), got 1.5"):
         mha.MultiHeadAttention(8, 2, dropout=1.5)
 
 
@@ -92,7 +93,7 @@ def test_mask_builders_validate():
 def test_n_kv_heads_and_is_causal_are_checked_at_the_entry():
     with pytest.raises(ValueError, match="n_heads must be divisible by n_kv_heads.*n_heads=8, n_kv_heads=3"):
         mha.MultiHeadAttention(32, 8, n_kv_heads=3)
-    with pytest.raises(TypeError, match="must be positive ints.*got n_kv_heads=0"):
+    with pytest.raises(ValueError, match=r"n_kv_heads \(None means n_heads\) must be an int >= 1, got 0"):
         mha.MultiHeadAttention(32, 8, n_kv_heads=0)
     layer = mha.MultiHeadAttention(8, 2)
     x, short = torch.randn(1, 4, 8), torch.randn(1, 3, 8)
@@ -114,7 +115,7 @@ def test_gqa_layer_cannot_become_torch_layer():
 _x = torch.randn(1, 3, 8)
 _nan, _inf = _x.clone(), _x.clone()
 _nan[0, 0, 0], _inf[0, 2, 5] = float("nan"), float("-inf")
-_layer = mha.MultiHeadAttention(8, 2, dropout=0.0).eval()
+_layer = small_layer(8, 2, dtype=torch.float32)
 _explicit = mha.MultiHeadAttention(8, 2, dropout=0.0, fused=False).eval()
 _keys = torch.randn(1, 2, 3, 4)  # (B, h, S, d_k) of _layer
 _ids = torch.tensor([[5, 6, 0]])
@@ -127,7 +128,7 @@ BAD_INPUTS = [
     (lambda: _layer(_x, _x, _nan), ValueError, r"value must hold finite numbers"),
     (lambda: _layer.decode(_x, _x, _inf, mha.KVCache()), ValueError, r"value must hold finite numbers"),
     # the constructor
-    (lambda: mha.MultiHeadAttention(8, 2, dropout="0.1"), TypeError, r"dropout must be a float in \[0, 1\), got str '0.1'"),
+    (lambda: mha.MultiHeadAttention(8, 2, dropout="0.1"), TypeError, r"dropout must be a number in \[0.0, 1.0\), got str '0.1'"),
     (lambda: mha.MultiHeadAttention(8, 2, dropout=float("nan")), ValueError, r"got nan"),
     # mask builders: ints are real ints (not bool, not 3.0), lengths are whole and within [0, S]
     (lambda: mha.causal_mask(3.0), TypeError, r"L must be an int, got float 3.0"),
@@ -184,3 +185,30 @@ def test_finite_check_passes_huge_finite_values():
     huge = torch.full((4,), 3e38)
     require_finite({"x": huge, "y": huge})  # no error
     assert torch.isinf(huge.sum())
+
+
+# One rule for every entry point: the wrong TYPE raises TypeError, a value of the right type
+# that is out of range raises ValueError. Each pair is the same argument given both ways.
+TYPE_VS_VALUE = [
+    ("d_model", lambda v: mha.MultiHeadAttention(v, 1), 8.0, 0),
+    ("n_heads", lambda v: mha.MultiHeadAttention(8, v), "2", -2),
+    ("n_kv_heads", lambda v: mha.MultiHeadAttention(8, 2, n_kv_heads=v), True, 0),
+    ("dropout", lambda v: mha.MultiHeadAttention(8, 2, dropout=v), "0.1", 1.0),
+    ("L", lambda v: mha.causal_mask(v), 2.5, -1),
+    ("S", lambda v: mha.causal_mask(2, v), 3.0, 1),
+    ("max_len", lambda v: mha.padding_mask_from_lengths([1], v), 3.0, -1),
+    ("lengths", lambda v: mha.padding_mask_from_lengths(v, 3), [1.5], [4]),
+    ("pad_id", lambda v: mha.padding_mask(torch.zeros(1, 3, dtype=torch.long), v), "0", -1),
+    ("positional L", lambda v: mha.positional.sinusoidal_positional_encoding(v, 4), 4.0, 0),
+    ("positional d_model", lambda v: mha.positional.sinusoidal_positional_encoding(4, v), None, 0),
+    ("positional base", lambda v: mha.positional.sinusoidal_positional_encoding(4, 4, base=v), "1e4", 1),
+    ("repeat_kv_heads group", lambda v: mha.repeat_kv_heads(torch.zeros(1, 2, 3, 4), v), 2.0, 0),
+]
+
+
+@pytest.mark.parametrize("name, call, wrong_type, wrong_value", TYPE_VS_VALUE, ids=[r[0] for r in TYPE_VS_VALUE])
+def test_wrong_type_is_a_type_error_and_wrong_value_a_value_error(name, call, wrong_type, wrong_value):
+    with pytest.raises(TypeError):
+        call(wrong_type)
+    with pytest.raises(ValueError):
+        call(wrong_value)

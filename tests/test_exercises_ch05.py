@@ -236,7 +236,7 @@ WRONG = [
     (check_attention, _flips_mask_in_place, ["修改了输入", "参数 mask"]),
     # 5.3: shortcuts
     (check_attention, lambda q, k, v, mask=None: mha.scaled_dot_product_attention(q, k, v, mask)[0],
-     [SHORTCUT, "scaled_dot_product_attention"]),
+     [SHORTCUT, "mha.steps.attention"]),
     (check_attention, lambda q, k, v, mask=None: mha.steps.fused_attention(q, k, v, mask), [SHORTCUT, "fused_attention"]),
     (check_attention, lambda q, k, v, mask=None: masked_softmax(mha.steps.attention_scores(q, k), mask) @ v,
      [SHORTCUT, "attention_scores"]),

@@ -379,7 +379,7 @@ SHORTCUTS_8_3 = mistakes_for(check_my_multihead_attention, [
     (WrapsOurs, "这道题要你自己实现，不能调用现成的 mha.layer.MultiHeadAttention"),
     (make_class(sdpa=True), "这道题要你自己实现，不能调用现成的 F.scaled_dot_product_attention"),
     (make_class(mha_step="split"), "不能调用现成的 mha.steps.split_heads"),
-    (make_class(mha_step="attention"), "不能调用现成的 mha.steps.scaled_dot_product_attention"),
+    (make_class(mha_step="attention"), "不能调用现成的 mha.steps.attention"),
     (make_class(mha_step="merge"), "不能调用现成的 mha.steps.merge_heads"),
 ])
 

@@ -75,8 +75,10 @@ def test_bad_arguments():
         GroupedQueryAttention(32, 8, 3)
     with pytest.raises(ValueError, match="n_heads"):
         GroupedQueryAttention(30, 8, 2)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="n_kv_heads"):
         GroupedQueryAttention(32, 8, 0)
+    with pytest.raises(TypeError, match="n_kv_heads"):
+        GroupedQueryAttention(32, 8, 2.0)
     gqa = GroupedQueryAttention(32, 8, 2)
     with pytest.raises(ValueError, match="d_model=32"):
         gqa(torch.randn(1, 2, 16), torch.randn(1, 2, 16), torch.randn(1, 2, 16))

@@ -4,10 +4,11 @@ import torch
 
 import mha
 from mha import KVCache
+from layers import small_layer
 
 
-def _layer(d_model=16, n_heads=4):
-    return mha.MultiHeadAttention(d_model, n_heads, dropout=0.0).eval()
+def _layer():
+    return small_layer(dtype=torch.float32)
 
 
 def test_empty_cache():

@@ -23,6 +23,8 @@ import urllib.request
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STAMP = ".venv/.installed-stamp"
 WIDGETS = "@jupyter-widgets/jupyterlab-manager"

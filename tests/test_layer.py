@@ -5,23 +5,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mha
-
-
-def with_random_biases(module):
-    """PyTorch starts Linear/in_proj biases at zero; tests must see non-zero ones."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("bias"):
-                p.normal_()
-    return module
-
-
-def layer64(d_model=16, h=4, bias=True):
-    return with_random_biases(mha.MultiHeadAttention(d_model, h, dropout=0.0, bias=bias).double().eval())
+from layers import small_layer, with_random_biases
 
 
 def test_forward_is_the_composition_of_the_steps():
-    layer = layer64()
+    layer = small_layer()
     x = torch.randn(2, 5, 16, dtype=torch.float64)
     q = mha.split_heads(mha.project(x, layer.W_q), 4)  # (B, h, L, d_k)
     k = mha.split_heads(mha.project(x, layer.W_k), 4)
@@ -33,7 +21,7 @@ def test_forward_is_the_composition_of_the_steps():
 
 def test_fused_equals_explicit_float32_and_float64():
     for dtype, atol in ((torch.float32, 1e-5), (torch.float64, 1e-10)):
-        layer = with_random_biases(mha.MultiHeadAttention(64, 8, dropout=0.0).to(dtype).eval())
+        layer = small_layer(64, 8, dtype=dtype)
         q = torch.randn(3, 7, 64, dtype=dtype)
         kv = torch.randn(3, 9, 64, dtype=dtype)
         mask = mha.padding_mask_from_lengths([9, 4, 1], 9)
@@ -51,7 +39,7 @@ def test_split_then_merge_is_identity_and_split_matches_slices():
 
 
 def test_rows_sum_to_one_and_masked_entries_are_exactly_zero():
-    layer = layer64()
+    layer = small_layer()
     x = torch.randn(2, 6, 16, dtype=torch.float64)
     ids = torch.tensor([[5, 3, 2, 7, 0, 0], [1, 2, 3, 4, 5, 0]])
     pad = mha.padding_mask(ids, pad_id=0)
@@ -62,7 +50,7 @@ def test_rows_sum_to_one_and_masked_entries_are_exactly_zero():
 
 
 def test_causal_upper_triangle_is_zero():
-    layer = layer64()
+    layer = small_layer()
     x = torch.randn(1, 5, 16, dtype=torch.float64)
     _, w = layer(x, x, x, mask=mha.causal_mask(5), need_weights=True)
     upper = torch.ones(5, 5, dtype=torch.bool).triu(1)
@@ -71,7 +59,7 @@ def test_causal_upper_triangle_is_zero():
 
 
 def test_fully_masked_row_is_zero_not_nan_in_both_paths():
-    layer = with_random_biases(mha.MultiHeadAttention(16, 4, dropout=0.0).eval())
+    layer = small_layer(dtype=torch.float32)
     x = torch.randn(2, 3, 16, requires_grad=True)
     mask = torch.ones(2, 1, 3, 3, dtype=torch.bool)
     mask[0, 0, 1] = False  # query 1 of sequence 0 may attend nothing
@@ -107,7 +95,7 @@ def test_mask_conventions_and_shapes():
 
 
 def test_mask_accepts_int_float_and_all_broadcast_shapes():
-    layer = layer64()
+    layer = small_layer()
     B, L, h = 2, 4, 4
     x = torch.randn(B, L, 16, dtype=torch.float64)
     base = torch.rand(B, h, L, L) > 0.3
@@ -133,7 +121,7 @@ def test_eval_is_deterministic_and_dropout_only_in_training():
 
 
 def test_gradcheck_tiny_layer():
-    layer = with_random_biases(mha.MultiHeadAttention(4, 2, dropout=0.0).double().eval())
+    layer = small_layer(4, 2)
     q = torch.randn(1, 3, 4, dtype=torch.float64, requires_grad=True)
     kv = torch.randn(1, 2, 4, dtype=torch.float64, requires_grad=True)
     mask = torch.tensor([[True, False], [True, True], [False, True]])

@@ -19,20 +19,6 @@ def source(cell):
     return "".join(cell["source"])
 
 
-def test_there_are_notebooks_and_all_are_in_the_toc():
-    assert NOTEBOOKS, "no notebooks in book/"
-    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    for path in NOTEBOOKS:
-        assert f"file: book/{path.stem}\n" in toc, f"{path.name} is not listed in _toc.yml"
-
-
-def test_setup_cell_source_uses_the_config_url():
-    url, branch = setup_cell.read_repository()
-    assert url.startswith("https://github.com/")
-    src = setup_cell.setup_cell_source(url, branch)
-    assert f"git+{url}@{branch}" in src and "--no-deps" in src and "google.colab" in src
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_first_cell_is_the_setup_cell_from_config(path):
     first = load(path)["cells"][0]

@@ -6,8 +6,12 @@ checks the accuracy threshold rather than the weights.
 """
 import time
 
+import pytest
+
 from mha.numerals import (ACCURACY_THRESHOLD, NumeralConfig, TrainConfig, exact_match, held_out_numbers,
                           shipped_info, train)
+
+pytestmark = pytest.mark.slow
 
 
 def test_retraining_from_scratch_reaches_the_shipped_threshold():

@@ -58,9 +58,15 @@ def test_other_base_and_dtype():
     torch.testing.assert_close(pe, naive_pe(6, 4, base=100.0))
 
 
-@pytest.mark.parametrize("L, d_model", [(0, 6), (4, 0), (-1, 6), (4.0, 6), ("4", 6), (True, 6), (4, None)])
-def test_bad_sizes_raise_value_error(L, d_model):
-    with pytest.raises(ValueError, match="positive int"):
+@pytest.mark.parametrize("L, d_model", [(0, 6), (4, 0), (-1, 6)])
+def test_sizes_below_one_raise_value_error(L, d_model):
+    with pytest.raises(ValueError, match="must be an int >= 1"):
+        sinusoidal_positional_encoding(L, d_model)
+
+
+@pytest.mark.parametrize("L, d_model", [(4.0, 6), ("4", 6), (True, 6), (4, None)])
+def test_sizes_that_are_not_ints_raise_type_error(L, d_model):
+    with pytest.raises(TypeError, match="must be an int"):
         sinusoidal_positional_encoding(L, d_model)
 
 

@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import platform
 import statistics
-import time
 from dataclasses import asdict, dataclass
 
 import torch
+import torch.utils.benchmark as benchmark
 
 from mha.interop import to_torch
 from mha.layer import MultiHeadAttention
@@ -105,22 +106,23 @@ def _forward_backward(fn, params, x):
     return out, grads
 
 
-def _sync(device) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def measure_time(cases: dict, x: torch.Tensor, repeats: int, warmup: int) -> dict:
-    """Median seconds of one forward + backward call per case (round robin over the cases)."""
+    """Median seconds of one forward + backward call per case.
+
+    Each case gets a ``torch.utils.benchmark.Timer`` (it synchronises CUDA and keeps
+    the machine's thread count here); the calls go round robin over the cases, one
+    call at a time, so a slow spell of the machine hits all of them alike.
+    """
+    timers = {name: benchmark.Timer("run()", globals={"run": functools.partial(_forward_backward, fn, params, x)},
+                                    num_threads=torch.get_num_threads(), sub_label=name)
+              for name, (fn, params) in cases.items()}
+    if warmup:
+        for timer in timers.values():
+            timer.timeit(warmup)
     times = {name: [] for name in cases}
-    for i in range(warmup + repeats):
-        for name, (fn, params) in cases.items():
-            _sync(x.device)
-            start = time.perf_counter()
-            _forward_backward(fn, params, x)
-            _sync(x.device)
-            if i >= warmup:
-                times[name].append(time.perf_counter() - start)
+    for _ in range(repeats):
+        for name, timer in timers.items():
+            times[name].append(timer.timeit(1).mean)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
