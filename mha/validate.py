@@ -92,7 +92,8 @@ def exporting() -> bool:
     A check that reads tensor *values* (NaN, token ids in range) cannot run on an export's
     symbolic tensors and would stop it, so it skips itself then; shape and type checks still run.
     """
-    return torch.compiler.is_exporting()
+    is_exporting = getattr(torch.compiler, "is_exporting", None)  # torch >= 2.5; pyproject allows older
+    return bool(is_exporting and is_exporting())
 
 
 def require_int(value, name: str, minimum: int = 0) -> int:
