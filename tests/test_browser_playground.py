@@ -110,7 +110,7 @@ def playground(sync_playwright, server):
             out["answers"][w] = typed(page, w)
             out["results"][w] = page.evaluate(f"() => document.querySelector('{ROOT_SEL}').mhaResult")
             out["maps"][w] = page.evaluate(MAPS)
-        page.screenshot(path=str(SHOTS_DIR / "desktop.png"), full_page=False)
+        page.locator(ROOT_SEL).screenshot(path=str(SHOTS_DIR / "desktop.png"))
 
         # another attention kind, another step (keyboard), a row of a map (keyboard)
         views = {"cross": page.evaluate(MAPS)}
@@ -139,7 +139,7 @@ def playground(sync_playwright, server):
         page.set_viewport_size(PHONE)
         page.wait_for_timeout(300)
         out["phone_overflow_px"] = page.evaluate(PAGE_OVERFLOW)
-        page.screenshot(path=str(SHOTS_DIR / "phone.png"), full_page=False)
+        page.locator(ROOT_SEL).screenshot(path=str(SHOTS_DIR / "phone.png"))
         browser.close()
     before = sum(n for _, n in out["before"])
     added = sum(n for _, n in out["after"]) - before

@@ -244,6 +244,16 @@
     return s;
   }
 
+  /* The colour scale, as the chapter's colour bars: weight 0 to 1. */
+  function legend(tables) {
+    var box = el("p", {"class": "mha-np-legend", "aria-hidden": "true"});
+    var stops = tables.colormap.colors.map(function (c, i, all) { return c + " " + (100 * i / (all.length - 1)) + "%"; });
+    box.appendChild(el("span", {}, "权重 0"));
+    box.appendChild(el("span", {"class": "mha-np-scale", style: "background: linear-gradient(to right, " + stops.join(", ") + ")"}));
+    box.appendChild(el("span", {}, "1"));
+    return box;
+  }
+
   // ------------------------------------------------------------------ one playground
 
   var COUNT = 0;
@@ -341,6 +351,7 @@
     }
     this.running = true;
     this.root.dataset.state = "running";
+    this.detail.textContent = "";
     translate(this.model, text, function (partial) {
       self.result = partial;
       self.row = partial.written.length - 1;  // this step's row
@@ -436,6 +447,7 @@
       });
     });
     this.maps.appendChild(grid);
+    this.maps.appendChild(legend(t));
     if (focused) {
       var again = grid.querySelector('[data-index="' + focused + '"]');
       if (again) again.focus();
