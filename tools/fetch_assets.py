@@ -164,7 +164,7 @@ def fetch(a: NpmAsset, vendor: pathlib.Path) -> None:
 
 
 def _complete(vendor: pathlib.Path) -> bool:
-    return all((vendor / f).is_file() for f in (MATHJAX_ENTRY, *VEGA_SCRIPTS, ORT_SCRIPT, ORT_WASM))
+    return all((vendor / f).is_file() for f in (MATHJAX_ENTRY, *VEGA_SCRIPTS))
 
 
 def ensure_assets(vendor: pathlib.Path = VENDOR, quiet: bool = False) -> pathlib.Path:
