@@ -20,7 +20,7 @@ import operator
 import torch
 
 __all__ = ["require_tensor", "require_float_tensor", "require_rank", "require_same_dtype_device",
-           "require_finite", "require_int", "require_number", "require_head_config", "require_attention_inputs", "require_is_causal"]
+           "require_finite", "exporting", "require_int", "require_number", "require_head_config", "require_attention_inputs", "require_is_causal"]
 
 
 def _shape(t: torch.Tensor) -> str:
@@ -70,8 +70,11 @@ def require_finite(tensors: dict[str, torch.Tensor]) -> None:
     any NaN or infinity makes the sum NaN or infinite, so a finite sum means finite
     values. Only a non-finite sum (bad values, or huge ones whose sum overflows) pays
     for counting them. A tensor passed under several names (self-attention's query,
-    key and value) is summed once; meta tensors have no values to check.
+    key and value) is summed once; meta tensors have no values to check, and
+    neither have the symbolic tensors of an export (:func:`exporting`): skipped there.
     """
+    if exporting():
+        return
     distinct: dict[int, tuple[str, torch.Tensor]] = {}
     for name, t in tensors.items():
         if t.device.type != "meta":
@@ -87,16 +90,27 @@ def require_finite(tensors: dict[str, torch.Tensor]) -> None:
             )
 
 
+def exporting() -> bool:
+    """True while ``torch.export`` (so also ``torch.onnx.export(..., dynamo=True)``) traces the code.
+
+    A check that reads tensor *values* (NaN, token ids in range) cannot run on an export's
+    symbolic tensors and would stop it, so it skips itself then; shape and type checks still run.
+    """
+    is_exporting = getattr(torch.compiler, "is_exporting", None)  # torch >= 2.5; pyproject allows older
+    return bool(is_exporting and is_exporting())
+
+
 def require_int(value, name: str, minimum: int = 0) -> int:
     """Return ``value`` as a Python int; ``TypeError`` unless it is an integer (not a bool), ``ValueError`` below ``minimum``.
 
     Integers of any kind count (``3``, ``numpy.int64(3)``, ``torch.tensor(3)``); ``3.0``, ``"3"``,
-    ``None`` and ``True`` do not.
+    ``None`` and ``True`` do not. A symbolic size (``torch.SymInt``, while exporting) stays
+    symbolic: ``operator.index`` would fix it to the example's value.
     """
     try:
         if isinstance(value, bool):
             raise TypeError
-        number = operator.index(value)
+        number = value if isinstance(value, torch.SymInt) else operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
     if number < minimum:

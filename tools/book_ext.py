@@ -23,7 +23,9 @@ At the start of every build it
 7. gives the pages that hold an interactive figure (``mha.interactive``; the myst-nb
    plugin ``mha/course/interactive/myst.py`` renders each as a ``div.mha-vega-figure``) the
    site's own vega, vega-lite and vega-embed (``_vendor/``, fetched from npm) plus the
-   small glue ``tools/static/mha-figures.js`` and its CSS -- and no other page any of it.
+   small glue ``tools/static/mha-figures.js`` and its CSS -- and no other page any of it;
+8. exports chapter 13's trained model to ONNX for its in-browser playground and gives that page
+   the playground's script (``tools/numerals_playground.py``).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import io
 import pathlib
 
 import fetch_assets
+import numerals_playground
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GENERATED = ROOT / "book" / "_generated"
@@ -145,4 +148,5 @@ def setup(app):
     app.connect("html-page-context", _add_figure_scripts)
     app.connect("html-page-context", _drop_unused_scripts, priority=900)
     app.connect("doctree-resolved", _drop_thebe_config, priority=900)
+    numerals_playground.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -70,6 +70,12 @@ ASSETS = (
              ("vega-lite.min.js",), "vega-lite"),
     NpmAsset("vega-embed@7.3.0", "d9a958ced3240f0418df7d5e12e97dba6e63cecda15b8403e47a0db7eb6ea859", "build",
              ("vega-embed.min.js",), "vega-embed"),
+    # Chapter 13's playground runs the trained model in the page (tools/static/numerals-playground.js):
+    # the WebAssembly build of ONNX Runtime, its loader (imported by ort.wasm.min.js) and the
+    # 14 MB binary, all loaded only when the reader starts the model. (No LICENSE file in this
+    # package: its package.json, which names the MIT licence, is copied instead.)
+    NpmAsset("onnxruntime-web@1.30.0", "d2228df7e4616bc3348bf504ee888f3bec43789a273f0a63f3e68d203ce3bf71", "dist",
+             ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"), "onnxruntime-web"),
 )
 MATHJAX = ASSETS[0].spec
 MATHJAX_TGZ_SHA256 = ASSETS[0].sha256
@@ -79,6 +85,9 @@ MATHJAX_ENTRY = "mathjax/tex-mml-chtml.js"
 # What a page with an interactive figure loads, in this order (relative to _static/);
 # tools/book_ext.py adds them to those pages only.
 VEGA_SCRIPTS = ("vega/vega.min.js", "vega-lite/vega-lite.min.js", "vega-embed/vega-embed.min.js")
+# What chapter 13's playground loads when the reader starts it (relative to _static/).
+ORT_SCRIPT = "onnxruntime-web/ort.wasm.min.js"
+ORT_WASM = "onnxruntime-web/ort-wasm-simd-threaded.wasm"
 
 
 def asset(name: str) -> NpmAsset:
@@ -149,7 +158,9 @@ def fetch(a: NpmAsset, vendor: pathlib.Path) -> None:
                 shutil.copytree(src, dst)
             else:
                 shutil.copy2(src, dst)
-        shutil.copy2(package / "LICENSE", target / "LICENSE")
+        licence = package / "LICENSE"
+        licence = licence if licence.is_file() else package / "package.json"  # names the licence
+        shutil.copy2(licence, target / licence.name)
 
 
 def _complete(vendor: pathlib.Path) -> bool:
