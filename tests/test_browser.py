@@ -5,7 +5,8 @@ The site (built once per session by the ``built_site`` fixture) is served on
 so the pages are checked as a reader without access to CDNs or Google sees them.
 
 For every page of _toc.yml: no console errors, every formula rendered by the
-self-hosted MathJax (no raw TeX left in the text, no MathJax errors), every image
+KaTeX at build time (no raw TeX left in the text, no KaTeX errors, no math
+JavaScript), every image
 loaded, no sideways scrolling at phone width, and on notebook pages the Colab
 link opens that notebook. A Chinese search finds the expected chapters.
 Screenshots go to _build/screenshots/{desktop,phone}/.
@@ -74,7 +75,7 @@ def server(built_site):
     httpd.server_close()
 
 
-# Runs in the page once MathJax is done: everything the checks need, in one round trip.
+# Runs in the page once it has loaded: everything the checks need, in one round trip.
 # How far a page sticks out sideways. Measured against the layout viewport (clientWidth): with
 # mobile emulation window.innerWidth grows to the content, so it would never see an overflow.
 PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
@@ -86,9 +87,9 @@ INSPECT = r"""async () => {
     i.addEventListener('load', r); i.addEventListener('error', r); setTimeout(r, 5000); })));
   const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
   const maths = [...document.querySelectorAll('.math')];
-  const unrendered = maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.trim().slice(0, 100));
-  const merrors = [...document.querySelectorAll('mjx-merror')].map(m => m.getAttribute('data-mjx-error') || m.textContent);
-  const skip = 'pre, code, script, style, textarea, noscript, mjx-container, .highlight';
+  const unrendered = maths.filter(m => !m.querySelector('.katex')).map(m => m.textContent.trim().slice(0, 100));
+  const merrors = [...document.querySelectorAll('.katex-error, .mha-math-error')].map(m => m.getAttribute('title') || m.textContent);
+  const skip = 'pre, code, script, style, textarea, noscript, .katex, .highlight';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {acceptNode: n =>
     (n.parentElement && !n.parentElement.closest(skip)) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT});
   const tex = /\$\$|\\\(|\\\[|\\(frac|sqrt|text|mathrm|mathbf|top|cdot|times|left|right|begin|end|operatorname|dots|qquad)(?![a-zA-Z])|\$[^$\s][^$\n]{0,80}\$/;
@@ -97,7 +98,8 @@ INSPECT = r"""async () => {
   return {
     title: document.title, lang: document.documentElement.lang,
     broken_images: broken, images: imgs.length,
-    math: maths.length, rendered: document.querySelectorAll('mjx-container').length,
+    math: maths.length, rendered: maths.filter(m => m.querySelector('.katex .katex-mathml math')).length,
+    math_scripts: [...document.scripts].map(s => s.src).filter(s => /mathjax|katex/i.test(s)),
     unrendered_math: unrendered, math_errors: merrors, raw_tex: raw,
     colab: [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => a.href),
     overflow_px: PAGE_OVERFLOW,
@@ -107,7 +109,8 @@ INSPECT = r"""async () => {
   };
 }""".replace("PAGE_OVERFLOW", PAGE_OVERFLOW)
 
-MATHJAX_READY = "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise"
+# Formulas are HTML written at build time: a page is ready once it and its fonts have loaded.
+PAGE_READY = "() => document.readyState === 'complete' && document.fonts.status === 'loaded'"
 
 
 def network_gate(outside: list, current: dict):
@@ -125,11 +128,7 @@ def network_gate(outside: list, current: dict):
 def _visit(page, url: str, log: list) -> dict:
     start = time.perf_counter()
     page.goto(url, wait_until="load")
-    try:
-        page.wait_for_function(MATHJAX_READY, timeout=20_000)
-        page.evaluate("() => MathJax.startup.promise.then(() => true)")
-    except Exception as exc:  # reported as a page error below
-        log.append(f"MathJax did not start: {type(exc).__name__}")
+    page.wait_for_function(PAGE_READY, timeout=20_000)
     report = page.evaluate(INSPECT)
     report["seconds"] = round(time.perf_counter() - start, 2)
     return report
@@ -186,7 +185,7 @@ def browsed(sync_playwright, server):  # the browser check first: no site build 
 
         page = desktop.new_page()
         page.goto(f"{server}/book/intro.html", wait_until="load")
-        page.wait_for_function(MATHJAX_READY)
+        page.wait_for_function(PAGE_READY)
         page.screenshot(path=str(SHOTS / "desktop" / "intro-full.png"), full_page=True)
         page.close()
         for i, query in enumerate(SEARCHES):
@@ -229,7 +228,8 @@ def test_no_console_errors(browsed, page, view):
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_formula_is_rendered(browsed, page):
     r = browsed["pages"][("desktop", page.name)]
-    assert not r["unrendered_math"], f"formulas MathJax did not render: {r['unrendered_math'][:5]}"
+    assert not r["unrendered_math"], f"formulas not rendered at build time: {r['unrendered_math'][:5]}"
+    assert not r["math_scripts"], f"a page loads math JavaScript: {r['math_scripts']}"
     assert not r["math_errors"], f"TeX errors: {r['math_errors'][:5]}"
     assert not r["raw_tex"], f"raw TeX visible in the text: {r['raw_tex'][:5]}"
     assert r["rendered"] >= r["math"]
