@@ -170,6 +170,7 @@ def _drop_thebe_config(app, doctree, docname):
 
 def setup(app):
     site_math.setup(app)
+    app.add_js_file("mha-site.js", loading_method="defer")  # tools/static/: self-checks and wide formulas
     app.connect("config-inited", _on_config_inited)
     app.connect("html-page-context", _add_figure_scripts)
     app.connect("html-page-context", _plain_page_title)

@@ -29,14 +29,19 @@ _NUMBER = re.compile(r'<article class="bd-article"[^>]*>.*?<h1>(<span class="sec
 LABELS = {
     'aria-label="Color mode" data-bs-title="Color mode"': 'aria-label="颜色模式" data-bs-title="颜色模式"',
     'title="System Settings"': 'title="跟随系统"',
+    # buttons that show text ("搜索 Ctrl+K", "点击显示代码"): named by that text, not by a label
+    # that differs from it (WCAG 2.5.3)
+    ' title="搜索" aria-label="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>':
+        ' title="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>',
+    '<summary aria-label="Toggle hidden content">': "<summary>",
 }
 SEARCH_SCRIPT = "mha-search.js"
 
 
-def edit_page(text: str, static: str, is_search: bool) -> str:
+def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) -> str:
     """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``."""
     text = _PRELOAD.sub("", _DROP.sub("", text))
-    if not is_search:
+    if not unindexed:
         title = _TITLE.search(text)
         meta = f' data-pagefind-meta="title:{title.group(1)}"' if title else ""
         text = text.replace(_ARTICLE, f'<article class="bd-article" data-pagefind-body{meta}>', 1)
@@ -68,7 +73,7 @@ def edit_site(outdir: pathlib.Path) -> int:
             continue
         static = "../" * (len(rel.parts) - 1) + "_static/"
         text = path.read_text(encoding="utf-8")
-        new = edit_page(text, static, rel.as_posix() == "search.html")
+        new = edit_page(text, static, rel.as_posix() == "search.html", rel.as_posix() in ("search.html", "genindex.html"))
         if new != text:
             path.write_text(new, encoding="utf-8")
         count += 1
