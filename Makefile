@@ -22,8 +22,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-# The build fetches the pinned JavaScript it serves (npm registry, into the git-ignored _vendor/)
-# itself: tools/book_ext.py calls tools/fetch_assets.py at the start of every build. No CDN.
+# The build installs the pinned npm packages itself (npm ci: package-lock.json into node_modules/,
+# served files into _vendor/): tools/book_ext.py calls tools/fetch_assets.py at every build. No CDN.
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_FLAGS)
 	@echo "网站已生成：open $(CURDIR)/_build/html/index.html"

@@ -16,7 +16,7 @@ import re
 import pytest
 
 import mha.selfcheck as sc
-from test_browser import CHROMIUM, CHROMIUM_ARGS, MATHJAX_READY, PAGE_OVERFLOW, PAGES, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from test_browser import CHROMIUM, CHROMIUM_ARGS, PAGE_READY, PAGE_OVERFLOW, PAGES, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
 QUESTIONS = [(e, i) for e in sc.EXERCISES for i in range(len(sc.questions(e)))]
 NO_MATCH = "12345"  # a number no numeric question lists: the default feedback answers it
@@ -77,8 +77,7 @@ def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
             page.on("pageerror", lambda e: log.append(f"uncaught: {e}"))
             page.on("response", lambda r: log.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
             page.goto(f"{server}/{page_info.html}", wait_until="load")
-            page.wait_for_function(MATHJAX_READY, timeout=20_000)
-            page.evaluate("() => MathJax.startup.promise.then(() => true)")
+            page.wait_for_function(PAGE_READY, timeout=20_000)
             mine = [e for e in sc.EXERCISES if page_of(e) == page_info]
             found, labels = {}, {}
             for exercise_id in mine:

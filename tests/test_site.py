@@ -1,4 +1,4 @@
-"""The website: strict build, self-hosted assets, launch buttons, Chinese search, alt text.
+"""The website: strict build, self-hosted assets, formulas at build time, launch buttons, search, alt text.
 
 The site is built once per session (fixture ``built_site``, tests/site_build.py);
 these tests read the HTML it wrote. tests/test_browser.py checks the same pages
@@ -125,45 +125,110 @@ def test_stylesheets_load_nothing_from_outside(site):
     assert not found, f"stylesheets fetch from outside the site: {found}"
 
 
-def test_mathjax_is_served_by_the_site(site):
-    assert not OUTSIDE.match(config()["sphinx"]["config"]["mathjax_path"])
+def test_formulas_are_html_and_mathml_written_at_build_time(site):
     with_math = [p for p in html_files(site) if soup(p).find(class_="math")]
     assert with_math, "no page has a formula; the landing page at least should"
     for path in with_math:
-        scripts = [s["src"] for s in soup(path).find_all("script", src=True) if "mathjax" in s["src"].lower()]
-        assert len(scripts) == 1, (path.name, scripts)
-        target = (path.parent / scripts[0].split("?")[0]).resolve()
-        assert target.is_file() and site.resolve() / "_static" / "mathjax" in target.parents, (path.name, target)
-    fonts = list((site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
-    assert len(fonts) > 10, "MathJax's CommonHTML fonts are missing"
+        doc = soup(path)
+        scripts = [s["src"] for s in doc.find_all("script", src=True) if re.search("mathjax|katex", s["src"], re.I)]
+        assert not scripts, f"{path.name} loads math JavaScript: {scripts}"
+        maths = doc.find_all(class_="math")
+        bare = [m.get_text()[:60] for m in maths if not m.find(class_="katex")]
+        assert not bare, f"{path.name}: formulas not rendered: {bare[:3]}"
+        assert all(m.find("math") for m in maths), f"{path.name}: a formula without MathML"
+        css = [link["href"] for link in doc.find_all("link", rel="stylesheet") if "katex" in link["href"]]
+        assert any((path.parent / h.split("?")[0]).resolve().is_file() for h in css), (path.name, css)
+    assert list((site / "_static" / "katex" / "fonts").glob("*.woff2")), "KaTeX's fonts are missing"
 
 
-def test_asset_fetch_is_skipped_when_current_and_checks_the_tarball(tmp_path, monkeypatch):
+def test_an_unrenderable_formula_is_a_build_warning(monkeypatch):
+    import site_math  # tools/
+
+    warned = []
+    monkeypatch.setattr(site_math.LOGGER, "warning", lambda *a, **k: warned.append(a))
+    good = site_math.render("W^O", False, None)
+    assert "katex" in good and "<math" in good
+    bad = site_math.render(r"\notacommand{x}", True, None)
+    assert warned and "notacommand" in str(warned[0]) and "mha-math-error" in bad
+
+
+def test_asset_install_is_skipped_when_current(tmp_path, monkeypatch):
     vendor = tmp_path / "_vendor"
-    for entry in (fetch_assets.MATHJAX_ENTRY, *fetch_assets.VEGA_SCRIPTS):  # every file a page loads (MathJax, the figures' vega)
+    for entry in fetch_assets.PAGE_FILES:  # every file a page loads
         (vendor / entry).parent.mkdir(parents=True, exist_ok=True)
-        (vendor / entry).write_text("// stub")
+        (vendor / entry).write_text("/* stub */")
     (vendor / ".stamp").write_text(fetch_assets._stamp_text())
+    fetch_assets.npm_ci()  # node_modules/ matches the lock (the site build installed it)
     monkeypatch.setattr(fetch_assets.shutil, "which", lambda name: None)  # npm "missing": must not be needed
     assert fetch_assets.ensure_assets(vendor, quiet=True) == vendor
-    (vendor / ".stamp").write_text("old pins")
     with pytest.raises(RuntimeError, match="npm is needed"):
-        fetch_assets.ensure_assets(vendor, quiet=True)
-    tgz = tmp_path / "x.tgz"
-    tgz.write_bytes(b"not mathjax")
-    with pytest.raises(RuntimeError, match="sha256"):
-        fetch_assets._verify_sha256(tgz, fetch_assets.MATHJAX_TGZ_SHA256)
+        fetch_assets.npm_ci(tmp_path / "node_modules", quiet=True)
 
 
-def test_mathjax_and_generated_files_are_not_committed():
+def test_every_package_json_pin_is_exact_and_locked_with_integrity():
+    spec = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+    pins = {**spec["dependencies"], **spec.get("devDependencies", {})}
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in pins.values()), pins
+    locked = fetch_assets.locked()
+    for name, version in pins.items():
+        assert locked[name].version == version and locked[name].integrity.startswith("sha512-"), (name, locked.get(name))
+
+
+def test_vendor_node_modules_and_generated_files_are_not_committed():
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    tracked = subprocess.run(["git", "ls-files", "_vendor", "book/_generated"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.split()
+    tracked = subprocess.run(["git", "ls-files", "_vendor", "node_modules", "book/_generated"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
     assert tracked == [], f"fetched/generated files are committed: {tracked[:5]}"
-    ignored = subprocess.run(["git", "check-ignore", "_vendor/mathjax/x.js", "book/_generated/flow.svg",
-                              ".nox/colab/bin/python"], cwd=ROOT, capture_output=True, text=True).stdout.split()
-    assert len(ignored) == 3, ignored
+    ignored = subprocess.run(["git", "check-ignore", "_vendor/katex/x.css", "node_modules/katex/x.js",
+                              "book/_generated/flow.svg", ".nox/colab/bin/python"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    assert len(ignored) == 4, ignored
+
+
+# ---------------------------------------------------------------- what the pages carry
+
+def test_no_page_loads_the_icon_script_or_the_sphinx_search_index(site):
+    import site_html  # tools/
+
+    found = {}
+    for path in html_files(site):
+        srcs = [s["src"] for s in soup(path).find_all("script", src=True)]
+        bad = [s for s in srcs if any(d in s for d in site_html.DROPPED_SCRIPTS)]
+        if bad:
+            found[path.name] = bad
+    assert not found, found
+
+
+def test_every_icon_a_page_names_is_drawn_by_the_site_css(site):
+    css = (ROOT / "tools" / "static" / "mha-icons.css").read_text(encoding="utf-8")
+    drawn = set(re.findall(r"^\.fa-([a-z0-9-]+) \{ width", css, re.M))
+    named = set()
+    for path in html_files(site):
+        for el in soup(path).find_all(class_=re.compile(r"^fa-")):
+            named |= {c[3:] for c in el["class"] if c.startswith("fa-") and c not in ("fa-solid", "fa-lg", "fa-brands")}
+    assert named and named <= drawn, f"icons without a rule in tools/static/mha-icons.css: {sorted(named - drawn)}"
+
+
+def test_pages_are_indexed_by_pagefind_and_search_html_uses_it(site):
+    assert (site / "pagefind" / "pagefind.js").is_file()
+    entry = json.loads((site / "pagefind" / "pagefind-entry.json").read_text(encoding="utf-8"))
+    assert "zh-cn" in entry["languages"], entry["languages"]
+    assert entry["languages"]["zh-cn"]["page_count"] == len(PAGES), entry
+    search = soup(site / "search.html")
+    assert [s["src"] for s in search.find_all("script", src=True) if "mha-search" in s["src"]]
+    for page in PAGES:
+        article = soup(site / page.html).find("article")
+        assert article.has_attr("data-pagefind-body"), page.html
+
+
+def test_printed_title_keeps_the_chapter_number(site):
+    for page in [p for p in PAGES if p.numbered]:
+        doc = soup(site / page.html)
+        printed = doc.find(id="jb-print-docs-body").find("h1").get_text()
+        shown = doc.find("article").find("h1").find("span", class_="section-number").get_text()
+        assert printed.startswith(shown), (page.html, printed, shown)
+        assert "katex" not in str(doc.title) and "\\(" not in doc.title.get_text(), doc.title
 
 
 # ---------------------------------------------------------------- launch buttons
@@ -189,24 +254,6 @@ def test_repository_button_uses_the_configured_url(site, page):
 
 
 # ---------------------------------------------------------------- search, figures, copy buttons
-
-def _search_index(site: pathlib.Path) -> dict:
-    text = (site / "searchindex.js").read_text(encoding="utf-8")
-    return json.loads(text[text.index("(") + 1: text.rindex(")")])
-
-
-def test_search_index_splits_chinese_words(site):
-    index = _search_index(site)
-    chinese = [t for t in index["terms"] if CJK.search(t)]
-    assert len(chinese) > 20, f"hardly any Chinese words in the search index: {chinese}"
-    # jieba splits a sentence into words: no giant unsplit runs of characters
-    assert max(map(len, chinese)) <= 8, sorted(chinese, key=len)[-5:]
-    intro = index["docnames"].index("book/intro")
-    for word in ("注意力", "多头"):
-        docs = index["terms"].get(word, []) + index["titleterms"].get(word, [])
-        docs = docs if isinstance(docs, list) else [docs]
-        assert intro in docs, f"searching {word!r} would not find the landing page"
-
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_figures_have_alt_text(site, page):

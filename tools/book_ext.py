@@ -2,10 +2,10 @@
 
 At the start of every build it
 
-1. makes sure the self-hosted MathJax is in ``_vendor/`` (``tools/fetch_assets.py``),
-   so formulas render without any network;
-2. refuses to build a Chinese site whose search cannot split Chinese words
-   (Sphinx silently falls back to a useless splitter when ``jieba`` is missing);
+1. installs the pinned npm packages (``npm ci``) and lays out the files the pages serve in
+   ``_vendor/`` (``tools/fetch_assets.py``), so nothing is loaded from a CDN;
+2. renders every formula at build time with KaTeX (``tools/site_math.py``: the renderer
+   ``mha-katex``; a formula it cannot render fails the strict build);
 3. draws the landing page's figure of the six steps with
    ``mha.viz.flow_grid.plot_flow_grid`` (the steps and shapes of ``mha.viz.plot_flow``
    in two rows, legible on a phone) into ``book/_generated/`` (git-ignored), so the
@@ -15,17 +15,22 @@ At the start of every build it
    Colab or Binder through the launch buttons), and its page snippet names a CDN
    script and is even emitted twice, which redeclares a ``const`` and logs a
    JavaScript error on every page;
-5. loads MathJax on every page (the navigation shows chapter titles with formulas);
-6. drops saved ipywidgets state from every page: a live control needs a running kernel,
+5. drops saved ipywidgets state from every page: a live control needs a running kernel,
    and drawing a frozen copy would need RequireJS and the widget manager from CDNs
    (``nb_ipywidgets_js: {}`` in _config.yml turns them off). The live explorer cells are
    tagged ``remove-output``; a static picture stands before each;
-7. gives the pages that hold an interactive figure (``mha.interactive``; the myst-nb
+6. gives the pages that hold an interactive figure (``mha.interactive``; the myst-nb
    plugin ``mha/course/interactive/myst.py`` renders each as a ``div.mha-vega-figure``) the
    site's own vega, vega-lite and vega-embed (``_vendor/``, fetched from npm) plus the
    small glue ``tools/static/mha-figures.js`` and its CSS -- and no other page any of it;
-8. exports chapter 13's trained model to ONNX for its in-browser playground and gives that page
-   the playground's script (``tools/numerals_playground.py``).
+7. exports chapter 13's trained model to ONNX for its in-browser playground and gives that page
+   the playground's script (``tools/numerals_playground.py``);
+
+and at the end of a successful HTML build
+
+8. edits the written pages (``tools/site_html.py``: no icon script, no search code outside
+   search.html, labels, printed chapter numbers) and
+9. builds the Chinese search index with Pagefind (``tools/site_search.py``).
 """
 from __future__ import annotations
 
@@ -34,6 +39,9 @@ import pathlib
 
 import fetch_assets
 import numerals_playground
+import site_html
+import site_math
+import site_search
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GENERATED = ROOT / "book" / "_generated"
@@ -80,16 +88,17 @@ def _require_figure_plugin():
 
 def _on_config_inited(app, config):
     fetch_assets.ensure_assets()
+    site_math.configure(config)
     _require_figure_plugin()
-    if str(config.language or "").startswith("zh"):
-        try:
-            import jieba  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise RuntimeError(
-                "The site is Chinese (language: zh_CN) but `jieba` is not importable, so the search "
-                "index could not split Chinese words. Install the pinned requirements (make book)."
-            ) from exc
     write_if_changed(FLOW_SVG, render_flow_svg())
+
+
+def _on_build_finished(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = pathlib.Path(app.outdir)
+    site_html.edit_site(outdir)
+    site_search.build_index(outdir)
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -132,6 +141,28 @@ def _add_figure_scripts(app, pagename, templatename, context, doctree):
     app.add_css_file(FIGURE_CSS)
 
 
+def plain_title(doctree, secnumber=()) -> str:
+    """A page's title as text: a formula in it as its TeX source (W^O), with the chapter number.
+
+    Sphinx strips the tags of the rendered title, which left KaTeX's three copies of a formula
+    (HTML, MathML, TeX) run together in ``<title>`` and the printed heading ("WOW^OWO")."""
+    from docutils import nodes
+
+    title = next(iter(doctree.findall(nodes.title)), None) if doctree is not None else None
+    if title is None:
+        return ""
+    number = ".".join(map(str, secnumber)) + ". " if secnumber else ""
+    return number + title.astext()
+
+
+def _plain_page_title(app, pagename, templatename, context, doctree):
+    text = plain_title(doctree, getattr(app.builder, "secnumbers", {}).get("", ()))
+    if text and "katex" in str(context.get("title", "")):
+        from markupsafe import escape
+
+        context["title"] = str(escape(text))
+
+
 def _drop_thebe_config(app, doctree, docname):
     from docutils import nodes
 
@@ -141,12 +172,13 @@ def _drop_thebe_config(app, doctree, docname):
 
 
 def setup(app):
-    # Chapter titles in the navigation hold math ($W^O$), so every page -- also search and
-    # index pages without a formula of their own -- must load MathJax, or they show raw TeX.
-    app.set_html_assets_policy("always")
+    site_math.setup(app)
+    app.add_js_file("mha-site.js", loading_method="defer")  # tools/static/: self-checks and wide formulas
     app.connect("config-inited", _on_config_inited)
     app.connect("html-page-context", _add_figure_scripts)
+    app.connect("html-page-context", _plain_page_title)
     app.connect("html-page-context", _drop_unused_scripts, priority=900)
     app.connect("doctree-resolved", _drop_thebe_config, priority=900)
     numerals_playground.setup(app)
+    app.connect("build-finished", _on_build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -1,17 +1,30 @@
-"""Fetch the website's third-party JavaScript at build time, so pages load nothing from a CDN.
+"""Install the website's pinned npm packages at build time and lay out what the pages serve.
 
 Readers often sit behind networks where public CDNs are slow or blocked, so the site
-serves its own copies of the math engine (MathJax 3) and of the libraries that draw the
-interactive figures (vega, vega-lite and vega-embed, the versions Altair's spec schema
-names). Every package comes from the npm registry (``npm pack``), pinned to an exact
-version and checked against the tarball's sha256 (table :data:`ASSETS`); the needed files
-are unpacked into ``_vendor/`` (git-ignored, never committed) and Sphinx copies that
-folder into ``_build/html/_static/`` (``html_static_path`` in ``_config.yml``).
+serves its own copies of everything a page loads. The npm packages are pinned in
+``package.json`` (exact versions) and ``package-lock.json`` (every package with its
+registry ``integrity`` hash, which ``npm ci`` verifies), installed into ``node_modules/``
+(git-ignored) by ``npm ci``:
 
-Usage: ``python tools/fetch_assets.py`` (``make book`` runs it; the Sphinx extension
-``tools/book_ext.py`` calls :func:`ensure_assets` too, so a plain ``jupyter-book build .``
-works as well). A stamp file records what was fetched: a second run with the same pins
-does nothing.
+- ``katex``: renders every formula at build time (``tools/book_ext.py`` runs it in node);
+  the site serves only its stylesheet and fonts, no math JavaScript;
+- ``pagefind``: builds the Chinese search index over ``_build/html`` after the build;
+- ``vega``, ``vega-lite``, ``vega-embed``: draw the interactive figures (the versions
+  Altair's spec schema names; tests/test_interactive.py checks them);
+- ``onnxruntime-web``: runs chapter 13's trained model in the page (its playground), loaded
+  only when the reader starts it;
+- ``axe-core`` (dev): the accessibility checks of the browser tests.
+
+The files the pages load (table :data:`SERVED`) are copied into ``_vendor/`` (git-ignored)
+and Sphinx copies that folder into ``_build/html/_static/`` (``html_static_path``).
+
+To add a package: ``npm install --save-exact NAME@VERSION`` (updates both files), and if
+the pages load some of its files, one ``Served(...)`` row below.
+
+Usage: ``python tools/fetch_assets.py`` (the Sphinx extension ``tools/book_ext.py`` calls
+:func:`ensure_assets` at the start of every build, so ``make book`` on a fresh machine does
+all the set-up). Stamps record what was installed and copied: a second run with the same
+lock file does nothing (no network).
 """
 from __future__ import annotations
 
@@ -22,171 +35,154 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import tarfile
-import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "_vendor"
+NODE_MODULES = ROOT / "node_modules"
+LOCK = ROOT / "package-lock.json"
 
 
 @dataclasses.dataclass(frozen=True)
-class NpmAsset:
-    """One npm package: what to fetch, its tarball's sha256, which of its files the site serves.
+class Served:
+    """Files of one installed npm package that the site serves.
 
-    ``parts`` are paths inside ``package/<source>/`` (files or folders); they are copied to
-    ``_vendor/<dest>/`` (so the site serves them under ``_static/<dest>/``), with the
-    package's LICENSE next to them.
+    ``parts`` are paths inside ``node_modules/<package>/<source>/`` (files or folders), copied
+    to ``_vendor/<dest>/`` (the site serves them under ``_static/<dest>/``) with the package's
+    LICENSE next to them.
     """
 
-    spec: str      # "name@exact.version"
-    sha256: str    # of the tarball `npm pack` downloads
-    source: str    # folder inside the package
+    package: str
+    source: str
     parts: tuple
     dest: str
 
-    @property
-    def name(self) -> str:
-        return self.spec.rsplit("@", 1)[0]
 
-    @property
-    def version(self) -> str:
-        return self.spec.rsplit("@", 1)[1]
-
-
-# Exact versions: the site is reproducible and the stamp knows when to refetch.
-ASSETS = (
-    # MathJax: the TeX+MathML->CommonHTML bundle, the TeX extensions it autoloads, the
-    # CommonHTML fonts, the menu and its accessibility tools (speech rule engine), loaded
-    # on demand from the same folder.
-    NpmAsset("mathjax@3.2.2", "1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09", "es5",
-             ("tex-mml-chtml.js", "input", "output/chtml.js", "output/chtml", "a11y", "ui", "adaptors", "sre"),
-             "mathjax"),
-    # The interactive figures (mha.interactive): vega-lite must be the version of Altair's
-    # schema (alt.SCHEMA_VERSION), vega and vega-embed the majors Altair names
-    # (alt.VEGA_VERSION, alt.VEGAEMBED_VERSION); tests/test_interactive.py checks it.
-    NpmAsset("vega@6.4.0", "3521fb6ff68a94a40323954f0ba4484ba4014b157bfd37f89a3b063082320c42", "build",
-             ("vega.min.js",), "vega"),
-    NpmAsset("vega-lite@6.4.1", "7226845c140626b2bf2dae3dd7372d6e2dbdf65380d857c70da8e487ca6cf15e", "build",
-             ("vega-lite.min.js",), "vega-lite"),
-    NpmAsset("vega-embed@7.3.0", "d9a958ced3240f0418df7d5e12e97dba6e63cecda15b8403e47a0db7eb6ea859", "build",
-             ("vega-embed.min.js",), "vega-embed"),
-    # Chapter 13's playground runs the trained model in the page (tools/static/numerals-playground.js):
-    # the WebAssembly build of ONNX Runtime, its loader (imported by ort.wasm.min.js) and the
-    # 14 MB binary, all loaded only when the reader starts the model. (No LICENSE file in this
-    # package: its package.json, which names the MIT licence, is copied instead.)
-    NpmAsset("onnxruntime-web@1.30.0", "d2228df7e4616bc3348bf504ee888f3bec43789a273f0a63f3e68d203ce3bf71", "dist",
-             ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"), "onnxruntime-web"),
+SERVED = (
+    # KaTeX's stylesheet and fonts: the formulas are HTML+MathML written at build time.
+    Served("katex", "dist", ("katex.min.css", "fonts"), "katex"),
+    Served("vega", "build", ("vega.min.js",), "vega"),
+    Served("vega-lite", "build", ("vega-lite.min.js",), "vega-lite"),
+    Served("vega-embed", "build", ("vega-embed.min.js",), "vega-embed"),
+    # Chapter 13's playground (tools/static/numerals-playground.js): the WebAssembly build of ONNX
+    # Runtime, its loader (imported by ort.wasm.min.js) and the 14 MB binary.
+    Served("onnxruntime-web", "dist", ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"),
+           "onnxruntime-web"),
 )
-MATHJAX = ASSETS[0].spec
-MATHJAX_TGZ_SHA256 = ASSETS[0].sha256
-MATHJAX_PARTS = list(ASSETS[0].parts)
-# The one MathJax file pages load; ``mathjax_path`` in _config.yml is this, relative to _static/.
-MATHJAX_ENTRY = "mathjax/tex-mml-chtml.js"
 # What a page with an interactive figure loads, in this order (relative to _static/);
 # tools/book_ext.py adds them to those pages only.
 VEGA_SCRIPTS = ("vega/vega.min.js", "vega-lite/vega-lite.min.js", "vega-embed/vega-embed.min.js")
+KATEX_CSS = "katex/katex.min.css"
 # What chapter 13's playground loads when the reader starts it (relative to _static/).
 ORT_SCRIPT = "onnxruntime-web/ort.wasm.min.js"
 ORT_WASM = "onnxruntime-web/ort-wasm-simd-threaded.wasm"
+# Every file some page loads: the vendor folder is complete when all of them are there.
+PAGE_FILES = (KATEX_CSS, *VEGA_SCRIPTS, ORT_SCRIPT, ORT_WASM)
 
 
-def asset(name: str) -> NpmAsset:
-    """The pinned npm package called ``name``."""
-    for a in ASSETS:
+@dataclasses.dataclass(frozen=True)
+class NpmPackage:
+    """A package as ``package-lock.json`` pins it."""
+
+    name: str
+    version: str
+    integrity: str  # "sha512-...", checked by npm ci
+
+
+def locked() -> dict:
+    """Every package of ``package-lock.json``, by name (top-level installs)."""
+    packages = json.loads(LOCK.read_text(encoding="utf-8"))["packages"]
+    return {path.split("node_modules/", 1)[1]: NpmPackage(path.split("node_modules/", 1)[1], p["version"],
+                                                          p.get("integrity", ""))
+            for path, p in packages.items() if path.count("node_modules/") == 1}
+
+
+def direct() -> tuple:
+    """The packages ``package.json`` names (dependencies and devDependencies), as locked."""
+    spec = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+    names = [*spec.get("dependencies", {}), *spec.get("devDependencies", {})]
+    pins = locked()
+    return tuple(pins[n] for n in names)
+
+
+def asset(name: str) -> NpmPackage:
+    """The pinned npm package called ``name`` (one that package.json names)."""
+    for a in direct():
         if a.name == name:
             return a
     raise KeyError(name)
 
 
-def _stamp_text() -> str:
-    return json.dumps([dataclasses.asdict(a) for a in ASSETS], sort_keys=True)
+def _lock_digest() -> str:
+    return hashlib.sha256(LOCK.read_bytes()).hexdigest()
 
 
-def _npm_pack(spec: str, dest: pathlib.Path) -> pathlib.Path:
-    """``npm pack spec`` into ``dest``; return the tarball path."""
+def package_dir(name: str, node_modules: pathlib.Path = NODE_MODULES) -> pathlib.Path:
+    return node_modules / name
+
+
+def npm_ci(node_modules: pathlib.Path = NODE_MODULES, quiet: bool = False) -> pathlib.Path:
+    """``npm ci`` (install exactly the lock file, integrity checked) unless already done for this lock."""
+    stamp = node_modules / ".mha-lock-sha256"
+    want = _lock_digest()
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == want:
+        return node_modules
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError(
-            f"npm is needed to fetch {spec} for the website (its scripts are served by the site itself, "
-            "not from a CDN). Install Node.js/npm (Debian: apt-get install npm) and build again."
-        )
-    out = subprocess.run([npm, "pack", "--silent", "--pack-destination", str(dest), spec],
-                         capture_output=True, text=True)
+            "npm is needed to install the website's pinned packages (package.json: KaTeX, Pagefind, vega, ONNX Runtime; "
+            "the site serves its own copies, not a CDN). Install Node.js/npm (Debian: apt-get install npm) "
+            "and build again.")
+    if not quiet:
+        print("npm ci: installing the pinned packages of package-lock.json into node_modules/ ...", file=sys.stderr)
+    # --ignore-scripts: no package needs an install script (pagefind's binary comes as an npm package)
+    out = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+                         cwd=node_modules.parent, capture_output=True, text=True)
     if out.returncode != 0:
-        raise RuntimeError(f"`npm pack {spec}` failed:\n{out.stdout}\n{out.stderr}")
-    tarballs = sorted(dest.glob("*.tgz"))
-    if len(tarballs) != 1:
-        raise RuntimeError(f"`npm pack {spec}` produced {len(tarballs)} tarballs in {dest}, expected 1")
-    return tarballs[0]
+        raise RuntimeError(f"`npm ci` failed:\n{out.stdout}\n{out.stderr}")
+    stamp.write_text(want, encoding="utf-8")
+    return node_modules
 
 
-def _verify_sha256(path: pathlib.Path, expected: str) -> None:
-    got = hashlib.sha256(path.read_bytes()).hexdigest()
-    if got != expected:
-        raise RuntimeError(f"{path.name}: sha256 {got} but expected {expected} (tools/fetch_assets.py)")
-
-
-def _safe_extract(tgz: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
-    with tarfile.open(tgz) as tar:
-        for member in tar.getmembers():
-            target = (dest / member.name).resolve()
-            if not str(target).startswith(str(dest.resolve())) or member.issym() or member.islnk():
-                raise RuntimeError(f"refusing to unpack suspicious member {member.name!r} of {tgz.name}")
-        if hasattr(tarfile, "data_filter"):  # Python >= 3.12 (and security backports)
-            tar.extractall(dest, filter="data")
-        else:
-            tar.extractall(dest)
-    return dest / "package"
-
-
-def fetch(a: NpmAsset, vendor: pathlib.Path) -> None:
-    """Fetch one package, check its sha256 and copy its ``parts`` into ``vendor/<dest>``."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = pathlib.Path(tmp)
-        tgz = _npm_pack(a.spec, tmp)
-        _verify_sha256(tgz, a.sha256)
-        package = _safe_extract(tgz, tmp)
-        source = package / a.source
-        target = vendor / a.dest
-        for part in a.parts:
-            src = source / part
-            if not src.exists():
-                raise RuntimeError(f"{a.spec} has no {a.source}/{part}")
-            dst = target / part
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
-                shutil.copytree(src, dst)
-            else:
-                shutil.copy2(src, dst)
-        licence = package / "LICENSE"
-        licence = licence if licence.is_file() else package / "package.json"  # names the licence
-        shutil.copy2(licence, target / licence.name)
+def _stamp_text() -> str:
+    return json.dumps({"lock": _lock_digest(), "served": [dataclasses.asdict(s) for s in SERVED]}, sort_keys=True)
 
 
 def _complete(vendor: pathlib.Path) -> bool:
-    return all((vendor / f).is_file() for f in (MATHJAX_ENTRY, *VEGA_SCRIPTS))
+    return all((vendor / f).is_file() for f in PAGE_FILES)
 
 
-def ensure_assets(vendor: pathlib.Path = VENDOR, quiet: bool = False) -> pathlib.Path:
-    """Make sure ``vendor`` holds the pinned assets; fetch them if not. Return ``vendor``."""
-    stamp = vendor / ".stamp"
-    want = _stamp_text()
-    if stamp.is_file() and stamp.read_text(encoding="utf-8") == want and _complete(vendor):
-        return vendor
-    if not quiet:
-        print(f"fetching {', '.join(a.spec for a in ASSETS)} from the npm registry into {vendor} ...",
-              file=sys.stderr)
+def copy_served(node_modules: pathlib.Path, vendor: pathlib.Path) -> None:
+    """Copy the :data:`SERVED` files of the installed packages into ``vendor`` (replacing it)."""
     staging = vendor.with_name(vendor.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for a in ASSETS:
-        fetch(a, staging)
-    (staging / ".stamp").write_text(want, encoding="utf-8")
+    for s in SERVED:
+        package = package_dir(s.package, node_modules)
+        for part in s.parts:
+            src = package / s.source / part
+            if not src.exists():
+                raise RuntimeError(f"npm package {s.package} has no {s.source}/{part} (tools/fetch_assets.py SERVED)")
+            dst = staging / s.dest / part
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
+        # (onnxruntime-web ships no LICENSE file: its package.json, which names the MIT licence, instead)
+        licence = package / "LICENSE" if (package / "LICENSE").is_file() else package / "package.json"
+        shutil.copy2(licence, staging / s.dest / licence.name)
+    (staging / ".stamp").write_text(_stamp_text(), encoding="utf-8")
     shutil.rmtree(vendor, ignore_errors=True)
     staging.rename(vendor)
+
+
+def ensure_assets(vendor: pathlib.Path = VENDOR, quiet: bool = False) -> pathlib.Path:
+    """Make sure ``node_modules`` matches the lock and ``vendor`` holds the served files. Return ``vendor``."""
+    npm_ci(quiet=quiet)
+    stamp = vendor / ".stamp"
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == _stamp_text() and _complete(vendor):
+        return vendor
+    copy_served(NODE_MODULES, vendor)
     return vendor
 
 
 if __name__ == "__main__":
     ensure_assets()
-    print(f"assets ready in {VENDOR.relative_to(ROOT)}/ ({', '.join(a.spec for a in ASSETS)})")
+    print(f"assets ready in {VENDOR.relative_to(ROOT)}/ ({', '.join(f'{a.name}@{a.version}' for a in direct())})")

@@ -1,0 +1,84 @@
+"""The site on a slow mobile link, and the colour modes test_browser.py does not cover.
+
+Chromium's network emulation (CDP) throttles a first visit to 1.6 Mbps down / 150 ms round
+trip (tests/site_probe.py). On three representative pages -- the landing page, a chapter
+without and one with interactive figures -- the text and the formulas must be readable
+(first contentful paint, and the fonts KaTeX's HTML uses loaded) within :data:`READABLE_S`.
+Before formulas were rendered at build time they stayed raw TeX for 20-28 s on that link.
+
+test_browser.py reads every page in light mode on a desktop and dark mode on a phone; here the
+other two pairings (dark desktop, light phone) are checked by axe-core on the same three
+pages plus the formula and search pages. Numbers go to _build/screenshots/speed.json.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import site_probe
+from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+
+SLOW_PAGES = ["book/intro", "book/04_split_heads", "book/10_masks"]
+MODE_PAGES = [*SLOW_PAGES, "book/formulas", "search"]
+READABLE_S = 8.0
+
+
+@pytest.fixture(scope="module")
+def measured(sync_playwright, server):  # noqa: F811  (fixtures from test_browser)
+    outside, timings, axe = [], {}, {}
+    current = {"page": None}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        slow = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
+                                   locale="zh-CN", service_workers="block")
+        slow.route("**/*", network_gate(outside, current))
+        slow.set_default_timeout(60_000)
+        for name in SLOW_PAGES:
+            current["page"] = name
+            page = slow.new_page()
+            site_probe.slow_link(site_probe.fresh(page))
+            timings[name] = site_probe.time_to_readable(page, f"{server}/{name}.html")
+            page.close()
+        for view, mode, kwargs in (("desktop", "dark", {"viewport": DESKTOP}),
+                                   ("phone", "light", {"viewport": PHONE, "device_scale_factor": 2,
+                                                       "is_mobile": True, "has_touch": True})):
+            ctx = browser.new_context(locale="zh-CN", service_workers="block", color_scheme=mode, **kwargs)
+            ctx.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+            ctx.route("**/*", network_gate(outside, current))
+            for name in MODE_PAGES:
+                current["page"] = name
+                page = ctx.new_page()
+                page.goto(f"{server}/{name}.html" + ("?q=注意力" if name == "search" else ""), wait_until="load")
+                if name == "search":
+                    page.wait_for_function("() => document.getElementById('search-results').dataset.state === 'done'")
+                axe[(view, mode, name)] = {"mode": page.evaluate("() => document.documentElement.dataset.theme"),
+                                           "violations": site_probe.axe(page)}
+                page.close()
+            ctx.close()
+        browser.close()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "speed.json").write_text(json.dumps(
+        {"profile": site_probe.SLOW, "time_to_readable": timings,
+         "axe": {"/".join(k): [(v["id"], v["impact"]) for v in r["violations"]] for k, r in axe.items()},
+         "outside": outside}, ensure_ascii=False, indent=1), encoding="utf-8")
+    return {"timings": timings, "axe": axe, "outside": outside}
+
+
+@pytest.mark.parametrize("name", SLOW_PAGES)
+def test_readable_on_a_slow_mobile_link(measured, name):
+    t = measured["timings"][name]
+    assert t["formulas"] > 0 or name == "book/intro", t
+    assert t["readable_ms"] <= READABLE_S * 1000, f"{name}: readable after {t['readable_ms']} ms on 1.6 Mbps/150 ms: {t}"
+
+
+@pytest.mark.parametrize("key", [(v, m, n) for v, m in (("desktop", "dark"), ("phone", "light")) for n in MODE_PAGES],
+                         ids=lambda k: "-".join(k))
+def test_other_colour_modes_have_no_serious_accessibility_violations(measured, key):
+    r = measured["axe"][key]
+    assert r["mode"] == key[1], r["mode"]
+    assert not site_probe.severe(r["violations"]), site_probe.severe(r["violations"])
+
+
+def test_nothing_outside_was_requested(measured):
+    assert not measured["outside"], measured["outside"]

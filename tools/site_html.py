@@ -1,0 +1,81 @@
+"""Edits of the written pages that Sphinx's templates do not offer (run at build-finished).
+
+Each edit is small and checked by tests/test_site.py on the built site:
+
+- drop what the theme loads and the book does not need: Font Awesome's 1.5 MB icon script
+  (the icons are drawn by ``tools/static/mha-icons.css``) and Sphinx's search code and
+  index (``searchtools.js``, ``language_data.js``, ``searchindex.js``: the site searches
+  with Pagefind, ``tools/site_search.py``, and only on search.html);
+- mark each page's article as what Pagefind indexes (``data-pagefind-body``), titled as in ``<title>``;
+- search.html loads ``mha-search.js`` (Pagefind's results for ``?q=``);
+- the printed title (``#jb-print-docs-body h1``) keeps the chapter number of the article's h1;
+- Chinese names for the two theme labels it leaves in English (the colour-mode switch), so the
+  accessible name matches what the page says; sphinx-togglebutton's buttons are named by
+  their visible hint (点击显示) instead of "Toggle hidden content".
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+
+DROPPED_SCRIPTS = ("fontawesome.js", "searchtools.js", "language_data.js", "searchindex.js")
+_DROP = re.compile(r'[ \t]*<script[^>]*\bsrc="[^"]*?(?:%s)[^"]*"[^>]*>\s*</script>\n?'
+                   % "|".join(re.escape(s) for s in DROPPED_SCRIPTS))
+_PRELOAD = re.compile(r'[ \t]*<link rel="preload" as="script" href="[^"]*fontawesome[^"]*"\s*/>\n?')
+_ARTICLE = '<article class="bd-article">'
+_TITLE = re.compile(r"<title>(.*?)(?: &#8212; [^<]*)?</title>")  # the search result's title: the page's, without the site's
+_PRINT_H1 = re.compile(r'(<div id="jb-print-docs-body" class="onlyprint">\s*<h1>)')
+_NUMBER = re.compile(r'<article class="bd-article"[^>]*>.*?<h1>(<span class="section-number">[^<]*</span>)', re.S)
+LABELS = {
+    'aria-label="Color mode" data-bs-title="Color mode"': 'aria-label="颜色模式" data-bs-title="颜色模式"',
+    'title="System Settings"': 'title="跟随系统"',
+    # buttons that show text ("搜索 Ctrl+K", "点击显示代码"): named by that text, not by a label
+    # that differs from it (WCAG 2.5.3)
+    ' title="搜索" aria-label="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>':
+        ' title="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>',
+    '<summary aria-label="Toggle hidden content">': "<summary>",
+}
+SEARCH_SCRIPT = "mha-search.js"
+
+
+def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) -> str:
+    """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``."""
+    text = _PRELOAD.sub("", _DROP.sub("", text))
+    if not unindexed:
+        title = _TITLE.search(text)
+        meta = f' data-pagefind-meta="title:{title.group(1)}"' if title else ""
+        text = text.replace(_ARTICLE, f'<article class="bd-article" data-pagefind-body{meta}>', 1)
+    number = _NUMBER.search(text)
+    if number:
+        text = _PRINT_H1.sub(lambda m: m.group(1) + number.group(1), text, count=1)
+    for old, new in LABELS.items():
+        text = text.replace(old, new)
+    if is_search:
+        text = text.replace("</head>", f'  <script defer src="{static}{SEARCH_SCRIPT}"></script>\n</head>', 1)
+    return text
+
+
+def edit_static(static: pathlib.Path) -> None:
+    """sphinx-togglebutton's script names its buttons by their visible hint."""
+    path = static / "togglebutton.js"
+    if path.is_file():
+        js = path.read_text(encoding="utf-8")
+        path.write_text(js.replace('aria-label="Toggle hidden content"', 'aria-label="${toggleHintShow}"'),
+                        encoding="utf-8")
+
+
+def edit_site(outdir: pathlib.Path) -> int:
+    """Edit every page of the built site; return how many."""
+    count = 0
+    for path in outdir.rglob("*.html"):
+        rel = path.relative_to(outdir)
+        if rel.parts[0] in ("_static", "_sources", "pagefind"):
+            continue
+        static = "../" * (len(rel.parts) - 1) + "_static/"
+        text = path.read_text(encoding="utf-8")
+        new = edit_page(text, static, rel.as_posix() == "search.html", rel.as_posix() in ("search.html", "genindex.html"))
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+        count += 1
+    edit_static(outdir / "_static")
+    return count

@@ -1,0 +1,74 @@
+"""Formulas rendered at build time: KaTeX (npm ``katex``, run by node through sphinxcontrib-katex).
+
+A page carries its formulas as finished HTML (for the eye) plus MathML (for screen readers and
+copy), so it shows them at first paint with no math JavaScript, also with JavaScript off.
+The renderer is registered as ``mha-katex`` (``html_math_renderer`` in _config.yml): the
+same HTML as sphinxcontrib-katex's prerendering, but strict -- a formula KaTeX cannot
+render is a build warning with its place (``-W`` fails the build), not red text on the site.
+"""
+from __future__ import annotations
+
+import html
+
+from sphinx.locale import _
+from sphinx.util import logging
+
+import fetch_assets
+
+LOGGER = logging.getLogger(__name__)
+# throwOnError: an unknown command is an error, not red text; strict "ignore": Chinese inside
+# formulas is fine for KaTeX (it would only log LaTeX-compatibility notes).
+OPTIONS = {"throwOnError": True, "strict": "ignore", "output": "htmlAndMathml"}
+
+
+def katex_js() -> str:
+    """The katex.min.js that node runs (installed by ``npm ci``, never served to readers)."""
+    return str(fetch_assets.package_dir("katex") / "dist" / "katex.min.js")
+
+
+def render(latex: str, display: bool, node) -> str:
+    """KaTeX's HTML for ``latex``; a warning at ``node`` (and the escaped TeX) when it cannot."""
+    from sphinxcontrib import katex
+
+    try:
+        return katex.render_latex(latex, {**OPTIONS, "displayMode": display})
+    except katex.KaTeXError as exc:
+        LOGGER.warning("KaTeX cannot render the formula %r: %s", latex, exc, location=node,
+                       type="mha", subtype="math")
+        return f'<span class="mha-math-error">{html.escape(latex)}</span>'
+
+
+def visit_math(self, node):
+    from docutils import nodes
+
+    self.body.append(self.starttag(node, "span", "", CLASS="math"))
+    self.body.append(render(node.astext(), False, node))
+    self.body.append("</span>")
+    raise nodes.SkipNode
+
+
+def visit_displaymath(self, node):
+    from docutils import nodes
+    from sphinxcontrib.katex import get_node_equation_number
+
+    self.body.append(self.starttag(node, "div", CLASS="math"))
+    if node["number"]:
+        self.body.append(f'<span class="eqno">({get_node_equation_number(self, node)})')
+        self.add_permalink_ref(node, _("Permalink to this equation"))
+        self.body.append("</span>")
+    self.body.append(render(node.astext(), True, node))
+    self.body.append("</div>\n")
+    raise nodes.SkipNode
+
+
+def setup(app):
+    """Register the renderer; the node server runs katex.min.js from node_modules."""
+    app.add_html_math_renderer("mha-katex", inline_renderers=(visit_math, None),
+                               block_renderers=(visit_displaymath, None))
+
+
+def configure(config):
+    """At config-inited: the stylesheet the pages link and the KaTeX node runs (after ``npm ci``)."""
+    config.katex_prerender = True
+    config.katex_css_path = fetch_assets.KATEX_CSS
+    config.katex_js_path = katex_js()
