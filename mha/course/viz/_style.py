@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import matplotlib
 
+from .cjk import use_cjk_fallback
+
+use_cjk_fallback()  # every figure: Latin from DejaVu Sans, Chinese from the shipped subset
+
 HEAD_COLORS = [matplotlib.colormaps["tab10"](i) for i in range(10)]
 CMAP = "viridis"
 

@@ -17,7 +17,7 @@ import pathlib
 from matplotlib import font_manager
 from matplotlib.font_manager import FontProperties
 
-__all__ = ["FONT_FILE", "FAMILY", "cjk_font", "register_cjk_font", "required_characters"]
+__all__ = ["FONT_FILE", "FAMILY", "cjk_font", "register_cjk_font", "required_characters", "use_cjk_fallback"]
 
 FONT_FILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "fonts" / "mha-cjk-subset.otf"
 FAMILY = "MHA Course CJK"  # renamed: a modified OFL font must not keep the original's name
@@ -32,6 +32,22 @@ def register_cjk_font() -> str:
         raise FileNotFoundError(f"the CJK font subset is missing: {FONT_FILE} (run python tools/subset_font.py)")
     font_manager.fontManager.addfont(str(FONT_FILE))
     return FAMILY
+
+
+def use_cjk_fallback() -> None:
+    """Let every matplotlib text fall back to the shipped subset for glyphs DejaVu Sans lacks.
+
+    matplotlib (>= 3.6) looks a missing glyph up in the next family of ``font.sans-serif``, so Latin
+    letters, digits and mathtext keep DejaVu Sans and Chinese labels come from the subset.
+    """
+    import matplotlib
+
+    family = register_cjk_font()
+    fallback = [f for f in matplotlib.rcParams["font.sans-serif"] if f != family]
+    if "DejaVu Sans" in fallback:
+        fallback.remove("DejaVu Sans")
+    matplotlib.rcParams["font.family"] = ["sans-serif"]
+    matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans", family, *fallback]
 
 
 def cjk_font(size: float | None = None, weight: str = "normal") -> FontProperties:
