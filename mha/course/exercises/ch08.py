@@ -13,16 +13,22 @@ import math
 import torch
 from torch import nn
 
-from mha.interop import from_torch
+from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
-from ._core import (MHA, NO_SHORTCUTS, Mistake, NotDone, as_shape_dict, call, checker, expect_close,
+from ._core import (SDPA, Mistake, torch_mha, NotDone, as_shape_dict, call, checker, expect_close,
                     expect_gradients, expect_tensor, is_stub)
 
 __all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention"]
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
+
+def _LAYER_SHORTCUTS() -> tuple:
+    """What 8.4's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels."""
+    return (SDPA, torch_mha(), MultiHeadAttention, scaled_dot_product_attention, split_heads, merge_heads,
+            attention_scores, project)
+
 
 # ---------------------------------------------------------------- 8.1
 SHAPE_KEYS = ("projected_q", "split_q", "scores", "heads", "concat", "output")
@@ -102,7 +108,7 @@ def check_load_from_torch(fn):
         with torch.no_grad():
             for p in ours.parameters():
                 p.zero_()
-            returned = call(fn, ours, reference, what="load_from_torch", forbid=(MHA,), may_modify=(0,),
+            returned = call(fn, ours, reference, what="load_from_torch", forbid=(from_torch, to_torch), may_modify=(0,),
                             may_return_none=True, shortcut_hint="请自己从 in_proj_weight、out_proj 里逐块复制权重")
         _linears_intact(ours, d_model, bias, torch.float64)
         x = torch.randn(2, 5, d_model, dtype=torch.float64)
@@ -212,7 +218,7 @@ def _reject_ready_made(cls) -> None:
 def _build(cls, d_model, h) -> nn.Module:
     """Construct the student's layer (no shortcuts) and check its four Linears."""
     try:
-        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=NO_SHORTCUTS)
+        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=_LAYER_SHORTCUTS())
     except Mistake as m:
         if "before Module.__init__() call" in str(m):
             raise Mistake(f"{m}。提示：__init__ 的第一行要写 super().__init__()，之后才能给 self 挂 nn.Linear") from None
@@ -262,7 +268,7 @@ def _load(student, reference) -> None:
 def _forward(student, cls, args, shape) -> torch.Tensor:
     """Run the student's forward (no shortcuts, inputs unchanged) and check what comes back."""
     B, h, L, S, d_model = shape
-    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=NO_SHORTCUTS)
+    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=_LAYER_SHORTCUTS())
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
         if len(out) == 2 and isinstance(out[1], torch.Tensor) and out[0].shape == (B, h, L, S):
             raise Mistake("forward 返回了 (weights, ...)：应该只返回输出张量 (B, L, d_model)")

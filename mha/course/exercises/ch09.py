@@ -15,9 +15,11 @@ import math
 import torch
 from torch import nn
 
-from mha.masks import padding_mask
+from mha.layer import MultiHeadAttention
+from mha.masks import padding_mask, padding_mask_from_lengths
+from mha.steps import fused_attention, scaled_dot_product_attention
 from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
-from ._core import (MHA, NO_SHORTCUTS, Mistake, as_shape_dict, call, checker, expect_close, expect_gradients,
+from ._core import (PREDICT_SHAPES, SDPA, Mistake, torch_mha, as_shape_dict, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
 
 __all__ = ["check_padding_mask", "check_one_head_weights", "check_middle_widths"]
@@ -47,7 +49,7 @@ def check_padding_mask(fn):
     for ids, pad_id in PADDING_CASES:
         token_ids = torch.tensor(ids)
         B, S = token_ids.shape
-        out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(MHA,)),
+        out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(padding_mask, padding_mask_from_lengths)),
                             "你的 padding mask")
         want = padding_mask(token_ids, pad_id)  # (B, 1, 1, S)
         if out.numel() == B * S and out.dtype == torch.bool:
@@ -154,7 +156,8 @@ def check_one_head_weights(fn):
         key_mask = torch.tensor(keep)
         with torch.enable_grad():  # the chapter turns autograd off globally; a layer's weights need it
             q_proj, k_proj = q_leaf.clone(), k_leaf.clone()  # not leaves: an in-place change is reported, not a crash
-            out = call(fn, q_proj, k_proj, head, n_heads, key_mask, what="你的函数", forbid=NO_SHORTCUTS)
+            out = call(fn, q_proj, k_proj, head, n_heads, key_mask, what="你的函数",
+                       forbid=(SDPA, torch_mha(), MultiHeadAttention, scaled_dot_product_attention, fused_attention, masked_softmax))
         out = expect_tensor(out, "你的权重")
         if tuple(out.shape) == (S, L) and L != S:
             raise Mistake(f"形状应该是 (L, S) = {(L, S)}，你返回的是 (S, L) = {(S, L)}：行是 query，列是 key，"
@@ -227,7 +230,7 @@ def check_middle_widths(fn):
     """
     configs = [(1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)]
     for B, L, d_model, h, d_k, d_v in configs:
-        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=NO_SHORTCUTS)
+        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=PREDICT_SHAPES())
         got = as_shape_dict(answer, WIDTH_KEYS, "shapes")
         want = _middle_shapes(B, L, d_model, h, d_k, d_v)
         for key in WIDTH_KEYS:
