@@ -421,7 +421,7 @@ def expect_gradients(output: torch.Tensor, wrt: dict, what: str) -> None:
         raise Mistake(f"{what} 不能求梯度（requires_grad=False）：是不是在 torch.no_grad() 里算的，"
                       "或者用了 .detach() / .item() / numpy？这样的层没法训练")
     names = list(wrt)
-    grads = torch.autograd.grad(output.sum(), [wrt[n] for n in names], allow_unused=True)
+    grads = torch.autograd.grad(output.sum(), [wrt[n] for n in names], allow_unused=True, retain_graph=True)
     for name, grad in zip(names, grads):
         if grad is None:
             raise Mistake(f"梯度传不到 {name}：{what} 的计算和 {name} 断开了（.detach()、no_grad 或重新建的张量？）")
@@ -505,7 +505,7 @@ def checker(chapter: str, exercise_id: str, title: str):
         def check(answer=None, *, record: bool = True) -> bool:
             status = "fail"
             try:
-                with torch.random.fork_rng():
+                with torch.random.fork_rng(), torch.enable_grad():  # a chapter may switch autograd off
                     torch.manual_seed(0)
                     fn(answer)
                 status, line = "pass", f"{PASS}：{exercise_id} {title}"

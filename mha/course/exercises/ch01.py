@@ -193,6 +193,14 @@ def _position_cases():
     ones = torch.randn(2, 6, 4)
     ones[:, 4] = 1.0  # token k is already all ones
     cases.append(("nn.Linear（这组 x 里位置 k 的 token 本来就全是 1）", lambda t: linear(t), ones, 4))
+    zeros = torch.randn(2, 5, 4)
+    zeros[:, 1] = 0.0  # token k is all zeros: multiplying it by 2 changes nothing
+    cases.append(("nn.Linear（这组 x 里位置 k 的 token 本来全是 0）", lambda t: linear(t), zeros, 1))
+    w_feat = torch.tensor([0.0, 1.0, 1.0, 1.0])  # feature 0 is ignored: bumping only it changes nothing
+    cases.append(("torch.roll(x * w, 1, dims=1)（w 把第 0 个特征置零）", lambda t: torch.roll(t * w_feat, 1, dims=1),
+                  torch.randn(2, 5, 4), 2))
+    cases.append(("1e-4 * torch.roll(x, 1, dims=1)（变化量只有 1e-4）", lambda t: 1e-4 * torch.roll(t, 1, dims=1),
+                  torch.randn(1, 5, 4), 3))
     return cases
 
 
@@ -211,6 +219,18 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
     yield (_positions(_outputs(f, x, set_to_one).abs().amax(dim=(0, 2)) > THRESHOLD),
            f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上加 1：这组 x 里位置 {k} 本来就全是 1，"
            "设成 1 等于没改；要写 x2[:, k] = x2[:, k] + 1")
+    times_two = x.clone()
+    times_two[:, k] = 2 * times_two[:, k]
+    yield (_positions(_outputs(f, x, times_two).abs().amax(dim=(0, 2)) > THRESHOLD),
+           f"看起来你把位置 k = {k} 的 token 乘了 2，而不是加 1：这组 x 里位置 {k} 本来全是 0，乘 2 等于没改；"
+           "要写 x2[:, k] = x2[:, k] + 1")
+    one_feature = x.clone()
+    one_feature[:, k, 0] = one_feature[:, k, 0] + 1
+    yield (_positions(_outputs(f, x, one_feature).abs().amax(dim=(0, 2)) > THRESHOLD),
+           "看起来你只改了 token 的一个特征维（x2[:, k, 0]）：这里的 f 恰好不看第 0 个特征；"
+           "要给整个 token 的每个特征都加 1：x2[:, k] = x2[:, k] + 1")
+    yield (_positions(delta.abs().amax(dim=(0, 2)) > 1e-3),
+           "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6")
     yield (_positions(_outputs(f, x, _plus_one(x, k, rows=0)).abs().amax(dim=(0, 2)) > THRESHOLD),
            "看起来你只改了第一句话（x2[0, k]）；要改每一句话的位置 k：x2[:, k]")
     for moved in (delta.sum(dim=(0, 2)).abs() > THRESHOLD, delta.sum(dim=2).abs().amax(dim=0) > THRESHOLD,

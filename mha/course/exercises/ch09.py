@@ -33,6 +33,7 @@ PADDING_CASES = [
     ([[1, 2, 3, 0]], 0),  # the worked example: You are welcome PAD
     ([[5, 6, 7, 8, 1, 1], [9, 2, 0, 1, 1, 1]], 1),  # PAD id 1, a real token with id 0
     ([[4, 9, 9], [9, 9, 9]], 9),  # PAD id is the largest id (a sequence that is all PAD)
+    ([[1, 3, 2, 3, 5], [3, 3, 4, 0, 3]], 3),  # PAD in the middle and at the front: a mask is per token, not a length
 ]
 
 
@@ -60,6 +61,10 @@ def check_padding_mask(fn):
                                   "PAD 处应为 False——这和 torch.nn.MultiheadAttention 的 key_padding_mask（True = 忽略）正好相反")
                 if torch.equal(flat, token_ids != 0) or torch.equal(flat, token_ids > 0):
                     raise Mistake(f"你把 PAD 的 id 写死成了 0；这一组输入的 pad_id 是 {pad_id}，要用参数 pad_id 来比较")
+                from_first_pad = (token_ids == pad_id).long().cumsum(-1) == 0  # (B, S): True before the first PAD
+                if torch.equal(flat, from_first_pad):
+                    raise Mistake(f"你把第一个 PAD 之后的位置全当成了 PAD（像是按长度构造的）；PAD 不一定只在末尾："
+                                  f"输入 {ids}（pad_id={pad_id}）里 PAD 之后还有真实 token。逐个 token 比较 token_ids != pad_id")
                 for op, wrong in ((">", token_ids > pad_id), ("<", token_ids < pad_id)):
                     if torch.equal(flat, wrong) and 0 < int(wrong.sum()) < wrong.numel():
                         raise Mistake(f"用了 `token_ids {op} pad_id`：id 只是编号，没有大小的意义，PAD 的 id 也不一定最小或最大"
