@@ -102,7 +102,7 @@ def _choices(exercise_id: str, index: int = 0):
     return [(value_of(a), a["correct"]) for a in q["answers"]]
 
 
-@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape), ("5.1", ex.check_scores_shape),
+@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape_cross), ("5.1", ex.check_scores_shape),
                                                 ("7.1", ex.check_w_o_params)])
 def test_single_value_answers_agree_with_the_checker(exercise_id, check, capsys):
     q = sc.questions(exercise_id)[0]
@@ -115,12 +115,12 @@ def test_single_value_answers_agree_with_the_checker(exercise_id, check, capsys)
 
 
 def test_changed_positions_agree_with_the_checker(capsys):
-    lin = [v for v, ok in _choices("1.2", 0) if ok][0]
-    att = [v for v, ok in _choices("1.2", 1) if ok][0]
+    kv = [v for v, ok in _choices("1.2", 0) if ok][0]
+    q = [v for v, ok in _choices("1.2", 1) if ok][0]
     for value, correct in _choices("1.2", 0):
-        assert passes(ex.check_changed_positions, {"linear": value, "mha": att}, capsys) == correct, value
+        assert passes(ex.check_changed_positions_cross, {"change_kv": value, "change_q": q}, capsys) == correct, value
     for value, correct in _choices("1.2", 1):
-        assert passes(ex.check_changed_positions, {"linear": lin, "mha": value}, capsys) == correct, value
+        assert passes(ex.check_changed_positions_cross, {"change_kv": kv, "change_q": value}, capsys) == correct, value
 
 
 def test_variances_agree_with_the_checker(capsys):

@@ -490,15 +490,18 @@ def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, hint: 
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
 
 
-def checker(chapter: str, exercise_id: str, title: str):
+def checker(chapter: str, exercise_id: str, title: str, listed: bool = True):
     """Decorate ``fn(answer) -> None`` (raising :class:`Mistake`/:class:`NotDone`) into a safe checker.
 
+    ``listed=False``: the checker of an exercise the book has replaced (it still grades the old task in saved
+    notebooks, but :func:`summary` lists only the current exercises).
     The returned function takes the student's answer and ``record=True``
     (reference-solution cells pass ``record=False`` so the summary shows only
     the student's own attempts).
     """
     chapter_entries = _REGISTRY.setdefault(chapter, OrderedDict())
-    chapter_entries[exercise_id] = [title, None]
+    if listed:  # an exercise the book replaced keeps its checker (saved notebooks call it), out of the summary
+        chapter_entries[exercise_id] = [title, None]
 
     def wrap(fn):
         @functools.wraps(fn)
@@ -517,7 +520,7 @@ def checker(chapter: str, exercise_id: str, title: str):
                 raise
             except BaseException as e:  # nothing may crash the student's notebook
                 line = f"{FAIL}：{exercise_id} {title} —— {_unexpected(e)}"
-            if record:
+            if record and listed:
                 chapter_entries[exercise_id][1] = status
             print(" ".join(line.splitlines()))  # one line, even when a message quotes a multi-line repr
             return status == "pass"
