@@ -527,6 +527,7 @@ def checker(chapter: str, exercise_id: str, title: str, listed: bool = True):
 
         check.exercise_id = exercise_id
         check.chapter = chapter
+        check.listed = listed
         return check
 
     return wrap
