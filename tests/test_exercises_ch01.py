@@ -4,80 +4,68 @@ answers are tried on every checker in tests/test_exercises_common.py)."""
 import numpy as np
 import torch
 
-from mha.exercises import check_changed_positions, check_changed_positions_fn, check_output_shape
+from mha.exercises import (check_changed_positions, check_changed_positions_cross, check_changed_positions_fn,
+                           check_output_shape, check_output_shape_cross)
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)
 
 
 def test_summary_records_attempts(capsys):
-    res = recorded(capsys, "ch01", (check_output_shape, (2, 7, 12)), (check_changed_positions_fn, None))
+    res = recorded(capsys, "ch01", (check_output_shape_cross, (2, 7, 12)), (check_changed_positions_fn, None),
+                   (check_output_shape, (2, 7, 12)))  # the replaced exercise's checker grades, out of the summary
     assert res["1.1"] == "pass" and res["1.3"] == "todo"
     assert set(res) == {"1.1", "1.2", "1.3"}
 
 
-# ---------------------------------------------------------------- 1.1
-RIGHT_1_1 = answers_for(check_output_shape, [
-    (2, 7, 12), [2, 7, 12], torch.Size([2, 7, 12]), (np.int64(2), np.int32(7), np.int64(12)),
-    np.array([2, 7, 12]), (torch.tensor(2), torch.tensor(7), torch.tensor(12)), (2.0, 7, 12.0),
+# ---------------------------------------------------------------- 1.1 cross-attention, L != S
+RIGHT_1_1 = answers_for(check_output_shape_cross, [
+    (2, 7, 12), [2, 7, 12], torch.Size([2, 7, 12]), np.array([2, 7, 12]), (torch.tensor(2), 7, 12.0),
 ])
 
-WRONG_1_1 = mistakes_for(check_output_shape, [
+WRONG_1_1 = mistakes_for(check_output_shape_cross, [
+    ((2, 5, 12), ["Key/Value", "S = 5", "L = 7"]),
+    ((2, 3, 7, 5), "注意力权重"),
+    ((2, 7, 5), "注意力权重"),
     ((2, 3, 7, 4), "分头之后"),
-    ((2, 7, 4), "一个头的宽度"),
-    ((2, 3, 7, 7), "注意力权重"),
-    ((7, 12), "batch"),
-    ((2, 12, 7), "提示"),
-    ((np.int64(2), 7, 4), "一个头的宽度"),
-    # one rule for numbers
+    ((2, 7, 4), "d_k = 4"),
+    ((7, 12), "不对"),
     ((2.5, 7, 12), "应该是整数，却是 2.5"),
-    ((True, 7, 12), "布尔值"),
-    ((None, 7, 12), "是 None"),
-    (("2", 7, 12), "应该是整数"),
-    # not a shape at all
     ("(2, 7, 12)", "tuple"),
-    (42, "tuple"),
-    (3.5, "tuple"),
     (torch.zeros(2, 7, 12), "而不是张量"),
-    ({}, "tuple"),
 ])
 
-# ---------------------------------------------------------------- 1.2
-RIGHT_1_2 = answers_for(check_changed_positions, [
-    {"linear": [2], "mha": [0, 1, 2, 3, 4, 5]},
-    {"linear": (2,), "mha": range(6)},
-    {"linear": torch.tensor([2]), "mha": {5, 4, 3, 2, 1, 0}},
-    {"linear": np.array([2]), "mha": np.arange(6)},
-    {"linear": [np.int64(2)], "mha": list(torch.arange(6))},
-    {"linear": [2.0], "mha": [0, 1, 2, 3, 4, 5.0]},
-    {"linear": [2, 2], "mha": [5, 4, 3, 2, 1, 0]},
+# the self-attention version it replaced, still graded for saved notebooks
+OLD_1_1 = answers_for(check_output_shape, [(2, 7, 12)])
+OLD_WRONG_1_1 = mistakes_for(check_output_shape, [((2, 3, 7, 4), "分头之后"), ((2, 3, 7, 7), "注意力权重")])
+
+# ---------------------------------------------------------------- 1.2 cross-attention: change kv or q
+RIGHT_1_2 = answers_for(check_changed_positions_cross, [
+    {"change_kv": [0, 1, 2, 3], "change_q": [1]},
+    {"change_kv": range(4), "change_q": (1,)},
+    {"change_kv": torch.arange(4), "change_q": np.array([1])},
+    {"change_kv": {3, 2, 1, 0}, "change_q": [1.0]},
 ])
 
-NOT_DONE_1_2 = answers_for(check_changed_positions, [{"linear": ..., "mha": ...}, {"linear": [2], "mha": ...}])
+NOT_DONE_1_2 = answers_for(check_changed_positions_cross, [{"change_kv": ..., "change_q": ...},
+                                                           {"change_kv": [0, 1, 2, 3], "change_q": ...}])
 
-WRONG_1_2 = mistakes_for(check_changed_positions, [
-    ({"linear": [2], "mha": [2]}, "逐位置的 Linear"),
-    ({"linear": [0, 1, 2, 3, 4, 5], "mha": [0, 1, 2, 3, 4, 5]}, "位置之间互不相干"),
-    ({"linear": [2], "mha": [2, 3, 4, 5]}, "因果掩码"),
-    ({"linear": [3], "mha": [1, 2, 3, 4, 5, 6]}, "从 1 开始"),
-    ({"linear": [2], "mha": [1, 2, 3, 4, 5, 6]}, "从 1 开始"),
-    ({"linear": [2], "mha": [0, 1, 3, 4, 5]}, "自己也会变"),
-    ({"linear": [], "mha": [0, 1, 2, 3, 4, 5]}, "Linear 逐个位置"),
-    ({"linear": [2], "mha": [0, -1]}, "超出了范围"),
-    # a part that is None is named, not "not done yet"
-    ({"linear": None, "mha": [0, 1, 2, 3, 4, 5]}, 'answer["linear"] 是 None'),
-    ({"linear": [2], "mha": None}, 'answer["mha"] 是 None'),
-    # one rule for numbers
-    ({"linear": [2.5], "mha": [0]}, "应该是整数，却是 2.5"),
-    ({"linear": [True], "mha": [0]}, "布尔值"),
-    ({"linear": "2", "mha": "all"}, "列表"),
-    ({"linear": torch.tensor([False, False, True]), "mha": [0]}, "布尔张量"),
-    # not a dict / keys missing
-    ("all", "字典"),
-    (42, "字典"),
+WRONG_1_2 = mistakes_for(check_changed_positions_cross, [
+    ({"change_kv": [2], "change_q": [1]}, "当成了输出的位置"),
+    ({"change_kv": [0, 1, 2, 3, 4, 5], "change_q": [1]}, ["超出了范围", "跟着 Query"]),
+    ({"change_kv": [0, 1, 2, 3], "change_q": [0, 1, 2, 3]}, "只影响它自己那一行"),
+    ({"change_kv": [0, 1, 2, 3], "change_q": []}, "它的输出会变"),
+    ({"change_kv": [0, 1], "change_q": [1]}, 'answer["change_kv"]'),
+    ({"change_kv": [0, 1, 2, 3], "change_q": [2]}, 'answer["change_q"]'),
+    ({"change_kv": None, "change_q": [1]}, "是 None"),
+    ({"change_kv": [0, 1, 2, 3]}, "缺少键"),
+    ({"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}, "缺少键"),  # the old task's answer
     ([2], "字典"),
-    ({"linear": [2]}, "缺少键"),
     (raise_value_error, "字典"),
 ])
+
+OLD_1_2 = answers_for(check_changed_positions, [{"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}])
+OLD_WRONG_1_2 = mistakes_for(check_changed_positions, [({"linear": [2], "mha": [2]}, "逐位置的 Linear"),
+                                                       ({"linear": [2], "mha": [2, 3, 4, 5]}, "因果掩码")])
 
 
 # ---------------------------------------------------------------- 1.3
@@ -205,6 +193,6 @@ WRONG_1_3 = mistakes_for(check_changed_positions_fn, [
     (42, "应该是一个函数"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3)
+test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3, OLD_1_1, OLD_1_2)
 test_stubs_are_not_done = not_done_answers(NOT_DONE_1_2)
-test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3)
+test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3, OLD_WRONG_1_1, OLD_WRONG_1_2)

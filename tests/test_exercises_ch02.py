@@ -8,14 +8,16 @@ import torch
 import torch.nn.functional as F
 
 import mha
-from mha.exercises import check_block_inputs, check_build_x, check_positional_encoding
+from mha.exercises import (check_block_inputs, check_build_x, check_pe_bug, check_positional_encoding,
+                           check_positional_encoding_from)
+from mha.exercises.ch02 import build_x_buggy
 from mha.positional import sinusoidal_positional_encoding
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)
 
 
 def test_summary_records_attempts(capsys):
-    res = recorded(capsys, "ch02", (check_build_x, build_x_solution), (check_positional_encoding, None))
+    res = recorded(capsys, "ch02", (check_pe_bug, PE_BUG_SOLUTION()), (check_positional_encoding_from, None))
     assert res["2.2"] == "pass" and res["2.1"] == "todo"
     assert set(res) == {"2.1", "2.2", "2.3"}
 
@@ -251,6 +253,49 @@ WRONG_2_3 = mistakes_for(check_block_inputs, [
     (42, "应该是一个函数"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_2_1, RIGHT_2_2, RIGHT_2_3)
-test_stubs_are_not_done = not_done_answers(NOT_DONE_2_3)
-test_wrong_answers_are_named = wrong_answers(WRONG_2_1, WRONG_2_2, WRONG_2_3)
+# ---------------------------------------------------------------- 2.1 (positions from start) and 2.2 (bug hunt)
+def pe_from(start, L, d_model):
+    return sinusoidal_positional_encoding(start + L, d_model)[start:]
+
+
+RIGHT_2_1_FROM = answers_for(check_positional_encoding_from, [
+    lambda start, L, d: pe_solution(start + L, d)[start:],
+    lambda start, L, d: pe_loops(start + L, d)[start:start + L].double(),
+])
+
+WRONG_2_1_FROM = mistakes_for(check_positional_encoding_from, [
+    (lambda start, L, d: pe_solution(L, d), ["从 0 开始数了", "KV cache"]),
+    (lambda start, L, d: pe_solution(start + L, d), "整张表"),
+    (lambda start, L, d: pe_solution(start + L + 1, d)[start + 1:], "多加了 1"),
+    (lambda start, L, d: pe_solution(start + L, d)[start:].flip(-1), "数值不对"),
+    (lambda start, L, d: sinusoidal_positional_encoding(start + L, d)[start:], ["不能调用现成的", "sinusoidal_positional_encoding"]),
+    (lambda start, L, d: pe_solution(start + L, d)[start:].long(), "dtype"),
+])
+
+
+def PE_BUG_SOLUTION(**changes):
+    return {"crashes": (2, 3), "silently_wrong": (1, 5), "fixed": build_x_solution, **changes}
+
+
+RIGHT_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(), PE_BUG_SOLUTION(crashes=[3, 7], silently_wrong=(1, 2))])
+
+NOT_DONE_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(crashes=...), PE_BUG_SOLUTION(fixed=...)])
+
+WRONG_2_2_BUG = mistakes_for(check_pe_bug, [
+    (PE_BUG_SOLUTION(crashes=(4, 4)), ["没有报错", "B == L"]),
+    (PE_BUG_SOLUTION(crashes=(1, 4)), ["没有报错", "B = 1"]),
+    (PE_BUG_SOLUTION(silently_wrong=(3, 3)), ["结果是对的", "B == L"]),
+    (PE_BUG_SOLUTION(silently_wrong=(2, 3)), "报错了"),
+    (PE_BUG_SOLUTION(silently_wrong=(1, 1)), "结果是对的"),
+    (PE_BUG_SOLUTION(fixed=build_x_buggy), ['answer["fixed"] 还不对']),
+    (PE_BUG_SOLUTION(fixed=lambda ids, emb: emb(ids)), "忘了加位置编码"),
+    (PE_BUG_SOLUTION(crashes=(0, 3)), "1 到 64"),
+    (PE_BUG_SOLUTION(crashes=(2, 3, 4)), "(B, L)"),
+    ({"crashes": (2, 3)}, "缺少键"),
+    ([(2, 3)], "字典"),
+])
+
+
+test_right_answers_pass = right_answers(RIGHT_2_1, RIGHT_2_2, RIGHT_2_3, RIGHT_2_1_FROM, RIGHT_2_2_BUG)
+test_stubs_are_not_done = not_done_answers(NOT_DONE_2_3, NOT_DONE_2_2_BUG)
+test_wrong_answers_are_named = wrong_answers(WRONG_2_1, WRONG_2_2, WRONG_2_3, WRONG_2_1_FROM, WRONG_2_2_BUG)

@@ -149,8 +149,8 @@ def greedy_full_recompute(model, src, src_mask):
 GREEDY_WRONG = {
     "translate": (lambda model, src, mask: model.translate(["十"] * src.shape[0]), "不能调用现成的 model.translate"),
     "greedy_ids": (lambda model, src, mask: [str(x) for x in model.greedy_ids(src, mask).tolist()], "model.greedy_ids"),
-    "full recompute": (greedy_full_recompute, "没有用 KV cache"),
-    "no cache passed": (greedy_variant(no_cache=True), "caches=None"),
+    "full recompute": (greedy_full_recompute, "整段重算"),
+    "no cache passed": (greedy_variant(no_cache=True), "caches 原样传回去"),
     "no src mask": (greedy_variant(no_mask=True), "src_mask"),
     "starts with pad": (greedy_variant(start=0), "<bos>"),
     "keeps <eos>": (greedy_variant(keep_eos=True), "<eos> 也写进了答案"),

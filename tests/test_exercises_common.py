@@ -4,7 +4,6 @@ A stub is "not done yet"; garbage gets a named verdict (never the checker's own 
 never an exception); each call prints exactly one line and returns a bool. The chapter files
 (tests/test_exercises_chNN.py) test what is specific to each exercise.
 """
-import concurrent.futures
 import math
 import sys
 import threading
@@ -17,13 +16,14 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha.exercises as ex
-from mha.exercises import _core, ch05
+import mha
 from mha.numerals.data import decode_target
-from exercise_support import STUBS, label, verdict
+from exercise_support import STUBS, label, verdict, verdict_allowing_prints
 
-CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
+# The checkers of the book's current exercises (a replaced exercise's checker is tried in its chapter's file).
+CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_") and getattr(ex, name).listed]
 # Exercises whose answer is a value (a shape, a dict, numbers) or a class, not a function.
-NOT_A_FUNCTION = {"1.1", "1.2", "5.1", "5.2", "6.1", "7.1", "8.3"}
+NOT_A_FUNCTION = {"1.1", "1.2", "2.2", "5.1", "5.2", "6.1", "7.1", "8.3"}
 FUNCTION_CHECKERS = [c for c in CHECKERS if c.exercise_id not in NOT_A_FUNCTION]
 GARBAGE = [42, 3.5, "answer", b"bytes", object(), abs, lambda *a, **k: 1, lambda *a, **k: "text",
            (1, 2), [None], {}, {"x": 1}, torch.zeros(1), torch.zeros(2, 3).to_sparse(), np.zeros(3), True, type]
@@ -205,69 +205,36 @@ def _sdpa_by(run):
     return fn
 
 
-def _in_a_thread(f, *args):
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(f, *args).result()
-
-
-def _profile_off(f):
-    def run(*args):
-        sys.setprofile(None)
-        return f(*args)
-    return run
-
-
-def _thread_profile_off(f):
-    def run(*args):
-        threading.setprofile(None)
-        return _in_a_thread(f, *args)
-    return run
-
-
-def _profile_off_from_c(f):
-    """Switch the hook off and on again from C (map calls sys.setprofile: no event the hook sees)."""
-    def run(*args):
-        hook = sys.getprofile()
-        list(map(sys.setprofile, [None]))
-        out = f(*args)
-        list(map(sys.setprofile, [hook]))
-        return out
-    return run
-
-
-_STARTED_BEFORE = concurrent.futures.ThreadPoolExecutor(1)  # its thread starts with the first task, below
-_STARTED_BEFORE.submit(int).result()
-
 SDPA = F.scaled_dot_product_attention
-ATTENTION_TRICKS = [
+# Each way of reaching the fused kernel the prompt forbids is named (the checker is no exam: switching the
+# watch off is not a trick it fights, see mha/course/exercises/_core.py).
+ATTENTION_SHORTCUTS = [
+    (lambda q, k, v, m: SDPA(q, k, v, m), "F.scaled_dot_product_attention"),
     (lambda q, k, v, m: torch.ops.aten.scaled_dot_product_attention(q, k, v, m), "torch.ops.aten.scaled_dot_product_attention"),
     (lambda q, k, v, m: torch.ops.aten.scaled_dot_product_attention.default(q, k, v, m), "scaled_dot_product_attention.default"),
     (lambda q, k, v, m: torch._C._nn.scaled_dot_product_attention(q, k, v, m), "F.scaled_dot_product_attention"),
-    (lambda q, k, v, m: _in_a_thread(SDPA, q, k, v, m), "F.scaled_dot_product_attention"),
-    (_profile_off(lambda q, k, v, m: SDPA(q, k, v, m)), "sys.setprofile"),
-    (_thread_profile_off(lambda q, k, v, m: SDPA(q, k, v, m)), "threading.setprofile"),
-    (lambda q, k, v, m: _core.call(SDPA, q, k, v, m), "mha.exercises._core.call"),
-    # unseen by the hook, caught in the autograd graph of the result (the check's last case needs gradients)
-    (_profile_off_from_c(lambda q, k, v, m: SDPA(q, k, v, m)), "F.scaled_dot_product_attention"),
-    (lambda q, k, v, m: _STARTED_BEFORE.submit(SDPA, q, k, v, m).result(), "F.scaled_dot_product_attention"),
 ]
 
 
-@pytest.mark.parametrize("run, words", ATTENTION_TRICKS, ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize("run, words", ATTENTION_SHORTCUTS, ids=lambda x: x if isinstance(x, str) else "")
 def test_a_fused_kernel_is_named_however_it_is_reached(capsys, run, words):
     ok, out = verdict(capsys, ex.check_attention, _sdpa_by(run))
     assert ok is False and words in out, out
-    assert sys.getprofile() is None and threading.getprofile() is None
+    assert sys.getprofile() is None
 
 
-def test_the_checkers_own_helpers_are_a_shortcut(capsys):
-    private = lambda q, k, v, mask=None: ch05._softmax_attention(q, k, v, _safe_mask(mask), scale=math.sqrt)  # noqa: E731
-    ok, out = verdict(capsys, ex.check_attention, private)
-    assert ok is False and "mha.exercises.ch05._softmax_attention" in out, out
-
-
-def test_the_tricks_cost_nothing_to_a_right_answer(capsys):
+def test_a_right_answer_passes_under_the_watch(capsys):
     ok, out = verdict(capsys, ex.check_attention, _attention)
+    assert ok is True, out
+
+
+def test_printing_with_the_book_s_fmt_is_allowed(capsys):
+    """An honest 5.3 that prints with mha.fmt while debugging passes (mha.fmt is no shortcut)."""
+    def attention(q, k, v, mask=None):
+        out = _attention(q, k, v, mask)
+        mha.fmt(out, 2)
+        return out
+    ok, out = verdict_allowing_prints(capsys, ex.check_attention, attention)
     assert ok is True, out
 
 
@@ -300,17 +267,6 @@ class LayerByAten(LayerByHand):
         return torch.ops.aten.scaled_dot_product_attention(q, k, v, _safe_mask(mask))
 
 
-class LayerInAThread(LayerByHand):
-    def attend(self, q, k, v, mask):
-        return _in_a_thread(SDPA, q, k, v, _safe_mask(mask))
-
-
-class LayerProfileOff(LayerByHand):
-    def attend(self, q, k, v, mask):
-        sys.setprofile(None)
-        return SDPA(q, k, v, _safe_mask(mask))
-
-
 class LayerByNativeMHA(LayerByHand):
     def forward(self, Q, K, V, mask=None):
         w = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])
@@ -319,7 +275,6 @@ class LayerByNativeMHA(LayerByHand):
 
 
 @pytest.mark.parametrize("cls, words", [(LayerByHand, None), (LayerByAten, "torch.ops.aten.scaled_dot_product_attention"),
-                                        (LayerInAThread, "F.scaled_dot_product_attention"), (LayerProfileOff, "sys.setprofile"),
                                         (LayerByNativeMHA, "现成的 torch._native_multi_head_attention")],
                          ids=lambda x: x.__name__ if isinstance(x, type) else "")
 def test_a_layer_using_a_fused_kernel_is_named(capsys, cls, words):
@@ -331,11 +286,6 @@ def _greedy_by_the_model(model, src, src_mask):
     return decode_target(model.greedy_ids(src, src_mask))
 
 
-@pytest.mark.parametrize("fn, words", [
-    (lambda model, src, mask: _in_a_thread(_greedy_by_the_model, model, src, mask), "model.greedy_ids"),
-    (_profile_off(_greedy_by_the_model), "sys.setprofile"),
-    (lambda model, src, mask: _core.call(_greedy_by_the_model, model, src, mask), "mha.exercises._core.call"),
-], ids=["thread", "sys.setprofile(None)", "the checkers' call"])
-def test_the_model_s_own_decoding_is_refused_however_it_is_reached(capsys, fn, words):
-    ok, out = verdict(capsys, ex.check_greedy_decode, fn)
-    assert ok is False and words in out, out
+def test_the_model_s_own_decoding_is_refused(capsys):
+    ok, out = verdict(capsys, ex.check_greedy_decode, _greedy_by_the_model)
+    assert ok is False and "model.greedy_ids" in out, out

@@ -29,7 +29,7 @@ from mha.exercises import ch02, ch05, ch09, ch10
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 import setup_cell
 
-NOTE = "在 Colab 或本地 Jupyter 中完成"
+NOTE = "在 Colab 或本地 Jupyter 中完成"  # said once per chapter, before its first exercise
 CHAPTERS = {int(p.name[:2]): p for p in sorted((ROOT / "book").glob("[01][0-9]_*.ipynb")) if int(p.name[:2]) <= 10}
 
 
@@ -102,7 +102,7 @@ def _choices(exercise_id: str, index: int = 0):
     return [(value_of(a), a["correct"]) for a in q["answers"]]
 
 
-@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape), ("5.1", ex.check_scores_shape),
+@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape_cross), ("5.1", ex.check_scores_shape),
                                                 ("7.1", ex.check_w_o_params)])
 def test_single_value_answers_agree_with_the_checker(exercise_id, check, capsys):
     q = sc.questions(exercise_id)[0]
@@ -115,12 +115,12 @@ def test_single_value_answers_agree_with_the_checker(exercise_id, check, capsys)
 
 
 def test_changed_positions_agree_with_the_checker(capsys):
-    lin = [v for v, ok in _choices("1.2", 0) if ok][0]
-    att = [v for v, ok in _choices("1.2", 1) if ok][0]
+    kv = [v for v, ok in _choices("1.2", 0) if ok][0]
+    q = [v for v, ok in _choices("1.2", 1) if ok][0]
     for value, correct in _choices("1.2", 0):
-        assert passes(ex.check_changed_positions, {"linear": value, "mha": att}, capsys) == correct, value
+        assert passes(ex.check_changed_positions_cross, {"change_kv": value, "change_q": q}, capsys) == correct, value
     for value, correct in _choices("1.2", 1):
-        assert passes(ex.check_changed_positions, {"linear": lin, "mha": value}, capsys) == correct, value
+        assert passes(ex.check_changed_positions_cross, {"change_kv": kv, "change_q": value}, capsys) == correct, value
 
 
 def test_variances_agree_with_the_checker(capsys):
@@ -314,7 +314,6 @@ def test_notebook_shows_its_self_checks_next_to_the_exercises(chapter):
         cell = quiz[0]
         assert f'mha.selfcheck.show("{exercise_id}")' in _src(cell)
         assert "remove-input" in cell["metadata"].get("tags", []) and cell["metadata"].get("cellView") == "form"
-        assert "**网页上自测**" in _src(block[0])
         stored = [{k: "".join(v) for k, v in o["data"].items()} for o in cell["outputs"] if o["output_type"] == "display_data"]
         assert stored == sc.bundles(exercise_id), (
             f"{path.name} {exercise_id}: stored self-check output is stale; re-execute the notebook")
@@ -322,16 +321,21 @@ def test_notebook_shows_its_self_checks_next_to_the_exercises(chapter):
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS), ids=lambda n: CHAPTERS[n].name)
-def test_coding_exercises_say_where_to_do_them(chapter):
+def test_a_chapter_says_once_where_to_do_its_exercises(chapter):
+    """One note before the first exercise says where self-checks and coding exercises are done; the
+    exercises themselves do not repeat it."""
     path = CHAPTERS[chapter]
-    for exercise_id, block in _exercise_blocks(json.loads(path.read_text(encoding="utf-8"))["cells"]).items():
-        code = [c for c in block if c["cell_type"] == "code" and "mha.selfcheck.show" not in _src(c)]
-        stub = code[0]
-        if re.match(r"\s*(def|class) ", _src(stub)):
-            before = block[block.index(stub) - 1]
-            assert before["cell_type"] == "markdown" and NOTE in _src(before), (
-                f"{path.name} {exercise_id}: no '{NOTE}' note right before the stub")
-            assert "make lab" in _src(before)
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    first = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and _src(c).startswith("### 练习"))
+    notes = [i for i, c in enumerate(cells) if NOTE in _src(c)]
+    assert notes == [first - 1], f"{path.name}: the note comes once, right before the first exercise"
+    assert "make lab" in _src(cells[first - 1]) and "网页上自测" in _src(cells[first - 1])
+    assert not any("**网页上自测**" in _src(c) for c in cells), f"{path.name}: the self-check boilerplate is repeated"
+
+
+def test_chapter_1_says_what_the_checkers_are():
+    cells = json.loads(CHAPTERS[1].read_text(encoding="utf-8"))["cells"]
+    assert sum("学习的帮手，不是考试" in _src(c) for c in cells) == 1
 
 
 # ---------------------------------------------------------------- installation

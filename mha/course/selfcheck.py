@@ -127,18 +127,16 @@ def _exercise(exercise_id: str):
 
 @_exercise("1.1")
 def _output_shape():
-    q = ch01.SHAPE_QUESTION
-    B, L, d, h = q["B"], q["L"], q["d_model"], q["n_heads"]
-    x = torch.zeros(B, L, d)
-    truth = tuple(MultiHeadAttention(d, h).eval()(x, x, x).shape)
-    d_k = d // h
+    q = ch01.CROSS_SHAPE_QUESTION
+    B, L, S, d, h = q["B"], q["L"], q["S"], q["d_model"], q["n_heads"]
+    truth = ch01.cross_output_shape(B, L, S, d, h)
     return [_shape_choice(
-        f"`mha.MultiHeadAttention(d_model={d}, n_heads={h})`，输入 x 的形状是 {_shape((B, L, d))}。"
-        "`layer(x, x, x)` 输出的形状是？", truth,
-        "多头注意力是一次特征变换：分头、Concat 之后，最终的 Linear 把宽度还原成 d_model，输出和输入形状相同。",
-        [((B, h, L, d_k), "这是分头之后、Concat 之前的中间形状 (B, h, L, d_k)；后面还有 Concat 和最终的 Linear。"),
-         ((B, L, d_k), f"{d_k} 只是一个头的宽度 d_k；各个头 Concat 之后，宽度回到 d_model = {d}。"),
-         ((B, h, L, L), "这是注意力权重 (B, h, L, L) 的形状，不是输出 x′ 的形状。")])]
+        f"`mha.MultiHeadAttention(d_model={d}, n_heads={h})`，Query 的形状是 {_shape((B, L, d))}，"
+        f"Key 和 Value 的形状都是 {_shape((B, S, d))}。`layer(q, kv, kv)` 输出的形状是？", truth,
+        "每个 query 得到一个输出向量，所以输出的长度是 Query 的长度 L；最终的 Linear 把宽度还原成 d_model。",
+        [((B, S, d), f"输出的长度跟着 Query（L = {L}），不跟着 Key/Value（S = {S}）：S 只决定每个 query 在几个 key 之间分配权重。"),
+         ((B, h, L, S), "这是注意力权重 (B, h, L, S) 的形状，不是输出 x′ 的形状。"),
+         ((B, L, d // h), f"{d // h} 只是一个头的宽度 d_k；各个头 Concat 之后，宽度回到 d_model = {d}。")])]
 
 
 def changed_positions(layer: nn.Module, L: int, k: int, d_model: int = 4, mask=None) -> list:
@@ -158,23 +156,20 @@ def changed_positions(layer: nn.Module, L: int, k: int, d_model: int = 4, mask=N
 
 @_exercise("1.2")
 def _which_positions():
-    L, k = ch01.POSITIONS_QUESTION["L"], ch01.POSITIONS_QUESTION["changed"]
-    linear = changed_positions(nn.Linear(4, 4), L, k)
-    attention = changed_positions(MultiHeadAttention(4, 2).eval(), L, k)
-    causal = changed_positions(MultiHeadAttention(4, 2).eval(), L, k, mask=causal_mask(L))
-    others = [p for p in range(L) if p != k]
-    setting = f"一句话有 {L} 个 token（位置 0 到 {L - 1}），把位置 {k} 的 token 换成别的向量，其余不动。"
+    q = ch01.CROSS_POSITIONS_QUESTION
+    L, S, k_kv, k_q = q["L"], q["S"], q["kv_changed"], q["q_changed"]
+    kv = ch01.cross_changed_positions("kv", L, S, k_kv)
+    changed_q = ch01.cross_changed_positions("q", L, S, k_q)
+    setting = f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {L} 个 token，kv 有 S = {S} 个 token，没有掩码。"
     return [
-        _choice(setting + "`nn.Linear(d_model, d_model)` 的输出里，哪些位置会变？", linear,
-                "Linear 对每个位置单独计算 x Wᵀ + b，位置 j 的输出只用到位置 j 的输入。",
-                [(attention, "Linear 对每个位置单独计算，位置之间互不相干，别的位置不会跟着变。"),
-                 (causal, "只影响自己和后面位置的，是带因果掩码的注意力；Linear 连后面的位置也不碰。"),
-                 ([], f"位置 {k} 自己的输入变了，它的输出当然也会变。")]),
-        _choice(f"同样换掉位置 {k}：没有掩码的多头自注意力 `layer(x, x, x)` 的输出里，哪些位置会变？", attention,
-                f"每个位置的输出都是对所有 token 的 value 加权求和；位置 {k} 的 key 和 value 变了，所有位置都跟着变。",
-                [(linear, "这是 Linear 的行为；注意力会把别的位置的信息混进每个位置的输出。"),
-                 (causal, f"这是加了因果掩码（只能看自己和前面）时的结果：位置 {k} 之前的 query 看不到它。这里没有掩码。"),
-                 (others, f"位置 {k} 自己也会变：它的 query、key、value 全都变了。")]),
+        _choice(setting + f"把 kv 的第 {k_kv} 个 token 换掉，输出的哪些位置会变？", kv,
+                f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{L} 个输出全都会变。",
+                [([k_kv], f"{k_kv} 是 kv 的位置，不是输出的位置：输出的每一行对应一个 query，而每个 query 都看得到它。"),
+                 ([], "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动。")]),
+        _choice(setting + f"把 q 的第 {k_q} 个 token 换掉，输出的哪些位置会变？", changed_q,
+                f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，它们的输出也不变，只有位置 {k_q} 会变。",
+                [(kv, "别的 query 的打分只用到它们自己的 query 和没变的 key，它们的输出不会变。"),
+                 ([], f"位置 {k_q} 的 query 变了，它的打分和加权结果都会变。")]),
     ]
 
 

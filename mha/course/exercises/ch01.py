@@ -1,7 +1,9 @@
 """Checkers for chapter 01, 多头注意力是什么.
 
-1.1 predict the output shape of a MultiHeadAttention layer (a tuple)
-1.2 which output positions change when one input token changes (a dict: reasoning)
+1.1 predict the output shape of cross-attention, L != S (a tuple); ``check_output_shape`` grades the
+    earlier self-attention version of the task
+1.2 which output positions change when one Key/Value token or one Query token changes in cross-attention
+    (a dict: reasoning); ``check_changed_positions`` grades the earlier self-attention version
 1.3 write the experiment that finds the changed positions (a function)
 
 (Counting the layer's parameters is exercise 3.2.)
@@ -14,13 +16,14 @@ from torch import nn
 
 from ._core import Mistake, NotDone, as_int, as_shape, call, checker, is_stub, part
 
-__all__ = ["check_output_shape", "check_changed_positions", "check_changed_positions_fn"]
+__all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_changed_positions_fn",
+           "check_output_shape", "check_changed_positions"]
 
 # ---------------------------------------------------------------- 1.1
 SHAPE_QUESTION = {"B": 2, "L": 7, "d_model": 12, "n_heads": 3}
 
 
-@checker("ch01", "1.1", "预测多头注意力的输出形状")
+@checker("ch01", "1.1", "预测多头注意力的输出形状", listed=False)
 def check_output_shape(answer):
     """``answer``: the shape of ``MultiHeadAttention(12, 3)(x, x, x)`` for x of shape (2, 7, 12)."""
     from mha.layer import MultiHeadAttention
@@ -84,7 +87,7 @@ def _as_index_list(value, what: str) -> list[int]:
     return [as_int(p, f"{what} 里的位置编号") for p in value]
 
 
-@checker("ch01", "1.2", "改一个 token，哪些位置会变")
+@checker("ch01", "1.2", "改一个 token，哪些位置会变", listed=False)
 def check_changed_positions(answer):
     """``answer = {"linear": [...], "mha": [...]}``: positions (0-based) of the output that change
     when token 2 of a 6-token sequence is replaced, for a position-wise Linear and for self-attention."""
@@ -121,6 +124,93 @@ def check_changed_positions(answer):
         raise Mistake("被改的那个位置自己也会变：它的 query、key、value 全都变了")
     if att != truth_att:
         raise Mistake(f'answer["mha"] = {att} 不对。提示：没有掩码时，每个位置的输出 x′ 都用到了哪些 token？')
+
+
+# ---------------------------------------------------------------- 1.1 (cross-attention, L != S)
+CROSS_SHAPE_QUESTION = {"B": 2, "L": 7, "S": 5, "d_model": 12, "n_heads": 3}
+
+
+def cross_output_shape(B: int, L: int, S: int, d_model: int, n_heads: int) -> tuple:
+    """The truth, by running the layer: ``layer(q, kv, kv)`` for q (B, L, d_model) and kv (B, S, d_model)."""
+    from mha.layer import MultiHeadAttention
+
+    layer = MultiHeadAttention(d_model, n_heads).eval()
+    with torch.no_grad():
+        return tuple(layer(torch.zeros(B, L, d_model), torch.zeros(B, S, d_model), torch.zeros(B, S, d_model)).shape)
+
+
+@checker("ch01", "1.1", "预测交叉注意力的输出形状（L ≠ S）")
+def check_output_shape_cross(answer):
+    """``answer``: the shape of ``MultiHeadAttention(12, 3)(q, kv, kv)`` for q (2, 7, 12) and kv (2, 5, 12)."""
+    if is_stub(answer):
+        raise NotDone()
+    B, L, S, d_model, h = (CROSS_SHAPE_QUESTION[k] for k in ("B", "L", "S", "d_model", "n_heads"))
+    d_k = d_model // h
+    shape = as_shape(answer, "你的答案")
+    truth = cross_output_shape(B, L, S, d_model, h)
+    if shape == truth:
+        return
+    if shape == (B, S, d_model):
+        raise Mistake(f"{shape} 的长度跟着 Key/Value（S = {S}）走了：每个 query 得到一个输出向量，"
+                      f"输出有几行由 Query 的长度 L = {L} 决定；S 只决定每个 query 在几个 key 之间分配权重")
+    if shape in ((B, h, L, S), (B, L, S)):
+        raise Mistake(f"{shape} 是注意力权重（L 个 query 对 S 个 key 的分数）的形状，不是输出 x′ 的形状")
+    if shape in ((B, h, L, d_k), (B, L, d_k)):
+        raise Mistake(f"{shape} 是分头之后的中间形状（或一个头的宽度 d_k = {d_k}）；Concat 和最终 Linear 会把宽度还原成 d_model")
+    raise Mistake(f"你的答案 {shape} 不对。提示：输出的每一行对应一个 query；宽度呢？")
+
+
+# ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
+CROSS_POSITIONS_QUESTION = {"L": 4, "S": 6, "kv_changed": 2, "q_changed": 1}
+
+
+def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4) -> list[int]:
+    """Output positions of ``layer(q, kv, kv)`` that move when token ``k`` of ``which`` ("kv" or "q") is replaced."""
+    from mha.layer import MultiHeadAttention
+
+    layer = MultiHeadAttention(d_model, 2).eval()
+    q, kv = torch.randn(1, L, d_model), torch.randn(1, S, d_model)
+    q2, kv2 = q.clone(), kv.clone()
+    (kv2 if which == "kv" else q2)[0, k] = torch.randn(d_model)
+    with torch.no_grad():
+        moved = (layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6  # (L,)
+    return moved.nonzero().flatten().tolist()
+
+
+@checker("ch01", "1.2", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变")
+def check_changed_positions_cross(answer):
+    """``answer = {"change_kv": [...], "change_q": [...]}``: output positions (0-based) of cross-attention
+    ``layer(q, kv, kv)`` (q has L = 4 tokens, kv has S = 6) that change when kv token 2, or q token 1, is replaced."""
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict):
+        raise Mistake(f'答案应该是字典 {{"change_kv": [...], "change_q": [...]}}，却收到了 {type(answer).__name__}')
+    missing = [k for k in ("change_kv", "change_q") if k not in answer]
+    if missing:
+        raise Mistake(f"字典里缺少键 {missing}；需要 \"change_kv\" 和 \"change_q\" 两个键")
+    L, S = CROSS_POSITIONS_QUESTION["L"], CROSS_POSITIONS_QUESTION["S"]
+    k_kv, k_q = CROSS_POSITIONS_QUESTION["kv_changed"], CROSS_POSITIONS_QUESTION["q_changed"]
+    got = {key: sorted(set(_as_index_list(part(answer[key], f'answer["{key}"]'), f'answer["{key}"]')))
+           for key in ("change_kv", "change_q")}
+    for key, positions in got.items():
+        if any(p < 0 or p >= L for p in positions):
+            raise Mistake(f'answer["{key}"] = {positions} 超出了范围：输出的位置跟着 Query 走，只有 L = {L} 个（0 到 {L - 1}）；'
+                          f"Key/Value 的 S = {S} 个位置不是输出的位置")
+    kv_truth = cross_changed_positions("kv", L, S, k_kv)
+    q_truth = cross_changed_positions("q", L, S, k_q)
+    kv, q = got["change_kv"], got["change_q"]
+    if kv == [k_kv]:
+        raise Mistake(f"把 Key/Value 的位置 {k_kv} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
+                      f"改了其中一个，所有 {L} 个输出都会变")
+    if kv != kv_truth:
+        raise Mistake(f'answer["change_kv"] = {kv} 不对。提示：哪些 query 会用到 key/value 的第 {k_kv} 个 token？')
+    if q == list(range(L)):
+        raise Mistake(f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 key/value，"
+                      f"所以只有位置 {k_q} 会变")
+    if q == []:
+        raise Mistake(f"位置 {k_q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")
+    if q != q_truth:
+        raise Mistake(f'answer["change_q"] = {q} 不对。提示：位置 j 的输出用到了哪些 query？')
 
 
 # ---------------------------------------------------------------- 1.3
@@ -193,6 +283,14 @@ def _position_cases():
     ones = torch.randn(2, 6, 4)
     ones[:, 4] = 1.0  # token k is already all ones
     cases.append(("nn.Linear（这组 x 里位置 k 的 token 本来就全是 1）", lambda t: linear(t), ones, 4))
+    zeros = torch.randn(2, 5, 4)
+    zeros[:, 1] = 0.0  # token k is all zeros: multiplying it by 2 changes nothing
+    cases.append(("nn.Linear（这组 x 里位置 k 的 token 本来全是 0）", lambda t: linear(t), zeros, 1))
+    w_feat = torch.tensor([0.0, 1.0, 1.0, 1.0])  # feature 0 is ignored: bumping only it changes nothing
+    cases.append(("torch.roll(x * w, 1, dims=1)（w 把第 0 个特征置零）", lambda t: torch.roll(t * w_feat, 1, dims=1),
+                  torch.randn(2, 5, 4), 2))
+    cases.append(("1e-4 * torch.roll(x, 1, dims=1)（变化量只有 1e-4）", lambda t: 1e-4 * torch.roll(t, 1, dims=1),
+                  torch.randn(1, 5, 4), 3))
     return cases
 
 
@@ -211,6 +309,18 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
     yield (_positions(_outputs(f, x, set_to_one).abs().amax(dim=(0, 2)) > THRESHOLD),
            f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上加 1：这组 x 里位置 {k} 本来就全是 1，"
            "设成 1 等于没改；要写 x2[:, k] = x2[:, k] + 1")
+    times_two = x.clone()
+    times_two[:, k] = 2 * times_two[:, k]
+    yield (_positions(_outputs(f, x, times_two).abs().amax(dim=(0, 2)) > THRESHOLD),
+           f"看起来你把位置 k = {k} 的 token 乘了 2，而不是加 1：这组 x 里位置 {k} 本来全是 0，乘 2 等于没改；"
+           "要写 x2[:, k] = x2[:, k] + 1")
+    one_feature = x.clone()
+    one_feature[:, k, 0] = one_feature[:, k, 0] + 1
+    yield (_positions(_outputs(f, x, one_feature).abs().amax(dim=(0, 2)) > THRESHOLD),
+           "看起来你只改了 token 的一个特征维（x2[:, k, 0]）：这里的 f 恰好不看第 0 个特征；"
+           "要给整个 token 的每个特征都加 1：x2[:, k] = x2[:, k] + 1")
+    yield (_positions(delta.abs().amax(dim=(0, 2)) > 1e-3),
+           "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6")
     yield (_positions(_outputs(f, x, _plus_one(x, k, rows=0)).abs().amax(dim=(0, 2)) > THRESHOLD),
            "看起来你只改了第一句话（x2[0, k]）；要改每一句话的位置 k：x2[:, k]")
     for moved in (delta.sum(dim=(0, 2)).abs() > THRESHOLD, delta.sum(dim=2).abs().amax(dim=0) > THRESHOLD,

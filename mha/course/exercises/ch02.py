@@ -1,7 +1,9 @@
 """Checkers for chapter 02, Q、K、V 从哪里来.
 
-2.1 implement sinusoidal positional encoding (a function)
-2.2 build x from token ids: Embedding + positional encoding (a function)
+2.1 positional encoding of the positions start, ..., start + L - 1 (a function: what a decoding step with a
+    KV cache needs); ``check_positional_encoding`` grades the earlier task (positions from 0)
+2.2 bug hunt: a build_x that takes the PE of the batch size instead of the length; find the shapes where it
+    crashes and where it silently goes wrong (a dict); ``check_build_x`` grades the earlier task
 2.3 pick Q, K, V and the mask for each of the Transformer's three MHA blocks (a function)
 """
 from __future__ import annotations
@@ -11,9 +13,10 @@ import math
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
-from ._core import MHA, Mistake, NotDone, call, checker, expect_gradients, expect_tensor, part
+from ._core import Mistake, NotDone, call, checker, expect_gradients, expect_tensor, is_stub, part
 
-__all__ = ["check_positional_encoding", "check_build_x", "check_block_inputs"]
+__all__ = ["check_positional_encoding_from", "check_pe_bug", "check_block_inputs", "check_positional_encoding",
+           "check_build_x"]
 
 
 # ---------------------------------------------------------------- 2.1
@@ -43,14 +46,14 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-4) -> bool:
     return a.shape == b.shape and torch.allclose(a, b, atol=atol, rtol=1e-4)
 
 
-@checker("ch02", "2.1", "实现正弦位置编码")
+@checker("ch02", "2.1", "实现正弦位置编码", listed=False)
 def check_positional_encoding(fn):
     """``fn(L, d_model) -> (L, d_model)`` tensor: PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(...).
 
     Calling the course's own ``mha.positional`` (or anything else of the package) is named as a shortcut.
     """
     for L, d_model in PE_CASES:
-        out = expect_tensor(call(fn, L, d_model, what="positional_encoding", forbid=(MHA,),
+        out = expect_tensor(call(fn, L, d_model, what="positional_encoding", forbid=(sinusoidal_positional_encoding,),
                                  shortcut_hint="请用 torch.arange、乘方和 torch.sin / torch.cos 自己算出这张表"),
                             f"positional_encoding({L}, {d_model})")
         if not out.is_floating_point():
@@ -86,13 +89,107 @@ def check_positional_encoding(fn):
         raise Mistake(f"positional_encoding({L}, {d_model}) 的形状对了，但数值不对（最大误差 {diff:.3g}）。提示：{hint}")
 
 
+# ---------------------------------------------------------------- 2.1 (positions start, ..., start + L - 1)
+PE_FROM_CASES = [(0, 4, 6), (5, 1, 8), (3, 4, 4), (10, 3, 16), (1, 2, 10)]  # (start, L, d_model)
+
+
+@checker("ch02", "2.1", "从第 start 个位置开始的位置编码")
+def check_positional_encoding_from(fn):
+    """``fn(start, L, d_model) -> (L, d_model)``: the rows ``start, ..., start + L - 1`` of the sinusoidal table."""
+    for start, L, d_model in PE_FROM_CASES:
+        what = f"positional_encoding_from({start}, {L}, {d_model})"
+        out = expect_tensor(call(fn, start, L, d_model, what="positional_encoding_from",
+                                 forbid=(sinusoidal_positional_encoding,),
+                                 shortcut_hint="请用 torch.arange、乘方和 torch.sin / torch.cos 自己算出这几行"), what)
+        if not out.is_floating_point():
+            raise Mistake(f"{what} 的 dtype 是 {out.dtype}；sin/cos 的值是小数，要用浮点张量")
+        if tuple(out.shape) == (start + L, d_model) and start:
+            raise Mistake(f"{what} 返回了从位置 0 到 {start + L - 1} 的整张表 {tuple(out.shape)}；只要最后 L = {L} 行"
+                          f"（位置 {start} 到 {start + L - 1}）")
+        if tuple(out.shape) != (L, d_model):
+            raise Mistake(f"{what} 的形状应该是 {(L, d_model)}，实际是 {tuple(out.shape)}：一行一个位置")
+        got = out.detach().double()
+        truth = _pe_variant(L, d_model, start=start)
+        if _close(got, truth):
+            continue
+        if start and _close(got, _pe_variant(L, d_model)):
+            raise Mistake(f"{what}：位置从 0 开始数了，应该从 start = {start} 开始。用 KV cache 解码时，第 t 步喂进去的"
+                          f"新 token 在位置 t，它要加第 t 行的位置编码，而不是第 0 行")
+        if _close(got, _pe_variant(L, d_model, start=start + 1)):
+            raise Mistake(f"{what}：位置多加了 1，第一行应该是位置 start = {start}")
+        if _close(got, _pe_variant(L, d_model, start=start, swap=True), atol=1e-2):
+            raise Mistake(f"{what}：sin 和 cos 放反了：偶数维 sin，奇数维 cos")
+        diff = (got - truth).abs().max().item()
+        raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）：第 r 行是位置 pos = start + r 的编码")
+
+
+# ---------------------------------------------------------------- 2.2 (bug hunt: the PE of the batch size)
+def build_x_buggy(token_ids: torch.Tensor, embedding: torch.nn.Embedding) -> torch.Tensor:
+    """The bug of exercise 2.2: the PE table is made for ``token_ids.shape[0]`` (B) positions, not L."""
+    B, L = token_ids.shape
+    return embedding(token_ids) + sinusoidal_positional_encoding(B, embedding.embedding_dim)
+
+
+def _run_buggy(B: int, L: int):
+    """(raised?, silently wrong?) for the buggy build_x on a (B, L) batch."""
+    embedding = torch.nn.Embedding(10, 4)
+    ids = torch.randint(0, 10, (B, L))
+    try:
+        with torch.no_grad():
+            got = build_x_buggy(ids, embedding)
+    except RuntimeError:
+        return True, False
+    with torch.no_grad():
+        right = embedding(ids) + sinusoidal_positional_encoding(L, 4)
+    return False, got.shape != right.shape or not torch.allclose(got, right)
+
+
+def _batch_shape(value, what: str) -> tuple:
+    from ._core import as_shape
+    shape = as_shape(value, what)
+    if len(shape) != 2 or min(shape) < 1 or max(shape) > 64:
+        raise Mistake(f"{what} 应该是 token_ids 的形状 (B, L)，两个 1 到 64 之间的整数，却是 {shape}")
+    return shape
+
+
+@checker("ch02", "2.2", "找 bug：位置编码用了 batch 的大小")
+def check_pe_bug(answer):
+    """``answer = {"crashes": (B, L), "silently_wrong": (B, L), "fixed": build_x}``: a batch shape on which
+    :func:`build_x_buggy` raises, one on which it runs but returns a wrong x, and the fixed function."""
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict):
+        raise Mistake(f'答案应该是字典 {{"crashes": (B, L), "silently_wrong": (B, L), "fixed": 函数}}，却收到了 {type(answer).__name__}')
+    missing = [k for k in ("crashes", "silently_wrong", "fixed") if k not in answer]
+    if missing:
+        raise Mistake(f"字典里缺少键 {missing}")
+    crash_shape = _batch_shape(part(answer["crashes"], 'answer["crashes"]'), 'answer["crashes"]')
+    raised, _ = _run_buggy(*crash_shape)
+    if not raised:
+        B, L = crash_shape
+        why = "B == L 时两张表一样大，结果碰巧是对的" if B == L else "B = 1 时 (1, d_model) 的表会广播到每个位置"
+        raise Mistake(f'answer["crashes"] = {crash_shape}：build_x_buggy 在这个形状上没有报错（{why}）；'
+                      "(B, d_model) 的表加到 (B, L, d_model) 上，什么时候广播不了？")
+    wrong_shape = _batch_shape(part(answer["silently_wrong"], 'answer["silently_wrong"]'), 'answer["silently_wrong"]')
+    raised, wrong = _run_buggy(*wrong_shape)
+    if raised:
+        raise Mistake(f'answer["silently_wrong"] = {wrong_shape}：build_x_buggy 在这个形状上报错了；要找的是不报错、却悄悄算错的形状')
+    if not wrong:
+        raise Mistake(f'answer["silently_wrong"] = {wrong_shape}：在这个形状上 build_x_buggy 的结果是对的（B == L 时表的大小碰巧对上）；'
+                      "还有哪种 B 能让 (B, d_model) 的表广播到 (B, L, d_model) 上？")
+    try:
+        check_build_x.__wrapped__(part(answer["fixed"], 'answer["fixed"]'))  # the fixed function: the earlier checks
+    except Mistake as m:
+        raise Mistake(f'两个形状都找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
+
+
 # ---------------------------------------------------------------- 2.2
 def _build_x_reference(token_ids: torch.Tensor, embedding: torch.nn.Embedding) -> torch.Tensor:
     L, d_model = token_ids.shape[1], embedding.embedding_dim
     return embedding(token_ids) + sinusoidal_positional_encoding(L, d_model)  # (B, L, d_model)
 
 
-@checker("ch02", "2.2", "从 token id 得到 x：Embedding + 位置编码")
+@checker("ch02", "2.2", "从 token id 得到 x：Embedding + 位置编码", listed=False)
 def check_build_x(fn):
     """``fn(token_ids (B, L) long, embedding nn.Embedding(V, d_model)) -> x (B, L, d_model)``,
     ``x = embedding(token_ids) + PE`` with the sinusoidal PE of chapter 2."""

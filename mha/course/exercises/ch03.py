@@ -6,14 +6,12 @@
 """
 from __future__ import annotations
 
-import sys
-
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
-from ._core import (MHA, NO_SHORTCUTS, Mistake, as_int, as_shape, call, checker, expect_close, expect_gradients,
+from mha.steps import project
+
+from ._core import (LINEAR, Mistake, as_int, as_shape, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
 
 __all__ = ["check_projection_shape", "check_count_parameters", "check_project_matmul"]
@@ -69,39 +67,11 @@ def _parameter_count(d_model: int, n_heads: int, bias: bool) -> int:
     return sum(p.numel() for p in MultiHeadAttention(d_model, n_heads, bias=bias).parameters())
 
 
-def _module_being_built(module: nn.Module) -> str:
-    """The outermost module whose ``__init__`` is running (MultiHeadAttention rather than its Linears)."""
-    name, frame = type(module).__name__, sys._getframe(1)
-    while frame is not None:
-        owner = frame.f_locals.get("self") if frame.f_code.co_name == "__init__" else None
-        if isinstance(owner, nn.Module):
-            name = type(owner).__name__
-        frame = frame.f_back
-    return name
-
-
 def _count_without_building_a_layer(fn, d_model, n_heads, bias):
-    """Run the student's count; building a layer to count its parameters is the shortcut the prompt forbids."""
-    built = []
-
-    def remember(module, name, param):
-        if not built:
-            built.append(_module_being_built(module))
-
-    handle = nn.modules.module.register_module_parameter_registration_hook(remember)
-    try:
-        got = call(fn, d_model, n_heads, bias, what="你的函数", forbid=NO_SHORTCUTS,
-                   shortcut_hint="请用公式算：四个 nn.Linear(d_model, d_model) 各有多少个权重和偏置？")
-    except Mistake:
-        if not built:
-            raise
-        got = None
-    finally:
-        handle.remove()
-    if built:
-        raise Mistake(f"这道题要你用公式算，不要真的建一个层去数（检查时发现你的代码创建了 {built[0]}）；"
-                      "想一想每个 nn.Linear(d_model, d_model) 有多少个权重和偏置")
-    return got
+    """Run the student's count; building any nn.Module to count its parameters is the shortcut the prompt forbids."""
+    return call(fn, d_model, n_heads, bias, what="你的函数", forbid=(("nn.Module（建一个层）", nn.Module.__init__),),
+                shortcut_hint="这道题要你用公式算，不要创建任何 nn.Module（包括 nn.Linear）去数；"
+                              "想一想每个 nn.Linear(d_model, d_model) 有多少个权重和偏置")
 
 
 @checker("ch03", "3.2", "数一数整层的参数")
@@ -134,31 +104,8 @@ def check_count_parameters(fn):
 
 
 # ---------------------------------------------------------------- 3.3
-class _SpyLinear(nn.Linear):
-    """An nn.Linear that remembers whether its forward was called."""
-
-    called = False
-
-    def forward(self, x):
-        self.called = True
-        return super().forward(x)
-
-
-class _SeesFunctionalLinear(TorchFunctionMode):
-    """Notes a call of ``F.linear`` (the one-line shortcut for ``x @ W.T + b``)."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = False
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func is F.linear:
-            self.seen = True
-        return func(*args, **(kwargs or {}))
-
-
-def _spy(d_in: int, d_out: int, bias: bool) -> _SpyLinear:
-    lin = _SpyLinear(d_in, d_out, bias=bias)
+def _linear(d_in: int, d_out: int, bias: bool) -> nn.Linear:
+    lin = nn.Linear(d_in, d_out, bias=bias)
     with torch.no_grad():
         lin.weight.normal_()
         if bias:
@@ -166,24 +113,19 @@ def _spy(d_in: int, d_out: int, bias: bool) -> _SpyLinear:
     return lin
 
 
+PROJECT_HINT = ("linear(x)、F.linear 和 torch.ops.aten.linear 都是现成的投影；"
+                "这道题要你只用 linear.weight、linear.bias 和矩阵乘法（@ 或 torch.matmul）写出 x @ W.T + b")
+
+
 def _project(fn, x, lin, where):
-    """Run the student's projection; calling the layer, F.linear or mha.project is named."""
-    spy = _SeesFunctionalLinear()
+    """Run the student's projection; calling the layer, F.linear, aten.linear or mha.project is named."""
     try:
-        with spy:
-            out = call(fn, x, lin, what="你的函数", forbid=(MHA,),  # mha.project is the course's answer
-                       shortcut_hint="请只用 linear.weight、linear.bias 和矩阵乘法写出 x @ W.T + b")
+        return call(fn, x, lin, what="你的函数", forbid=(LINEAR, project), shortcut_hint=PROJECT_HINT)
     except Mistake as m:
         if lin.bias is None and "NoneType" in str(m):
             raise Mistake(f"{where} 时出错：nn.Linear(..., bias=False) 的 linear.bias 是 None，"
                           "不能直接相加；没有偏置时只算 x @ W.T") from None
         raise
-    if lin.called:
-        raise Mistake("你直接调用了 linear(x)。结果当然对，但这道题要你亲手写出它做的事：x @ W.T + b")
-    if spy.seen:
-        raise Mistake("你调用了 F.linear（torch.nn.functional.linear），它就是 linear(x) 内部做的事；"
-                      "这道题要你只用 linear.weight、linear.bias 和矩阵乘法（@ 或 torch.matmul）写出 x @ W.T + b")
-    return out
 
 
 @checker("ch03", "3.3", "用矩阵乘法实现投影")
@@ -193,7 +135,7 @@ def check_project_matmul(fn):
     cases = [((2, 4, 6), 6, True), ((3, 5, 8), 8, True), ((1, 3, 4), 6, True), ((2, 2, 5), 5, False), ((2, 3, 4), 6, False)]
     for x_shape, d_out, bias in cases:
         d_in = x_shape[-1]
-        lin = _spy(d_in, d_out, bias)
+        lin = _linear(d_in, d_out, bias)
         x = torch.randn(*x_shape)
         where = f"x 的形状 {x_shape}、nn.Linear({d_in}, {d_out}, bias={bias})"
         out = expect_tensor(_project(fn, x, lin, where), "返回值")  # an input changed in place is named by call
@@ -215,7 +157,7 @@ def check_project_matmul(fn):
         params = {"linear.weight": lin.weight, **({"linear.bias": lin.bias} if bias else {})}
         expect_gradients(out, params, f"{where} 时的返回值")  # a projection that cannot train is wrong
     # gradients must also reach the input: the layers before the projection learn through it
-    lin = _spy(4, 6, True)
+    lin = _linear(4, 6, True)
     x = torch.randn(2, 3, 4, requires_grad=True)
     out = expect_tensor(_project(fn, x, lin, "x 需要梯度时"), "返回值")
     expect_gradients(out, {"x": x}, "x 需要梯度时的返回值")

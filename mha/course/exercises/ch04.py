@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from ._core import (MHA, Mistake, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
+from ._core import (Mistake, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, part)
 
 __all__ = ["check_split_shape", "check_split_heads", "check_per_head_linears"]
@@ -63,7 +63,7 @@ def check_split_heads(fn):
     for B, L, n_heads, d_k in SPLIT_CASES:
         x = torch.randn(B, L, n_heads * d_k)
         where = f"x 的形状 {(B, L, n_heads * d_k)}、n_heads={n_heads}"
-        out = call(fn, x, n_heads, what="split_heads", forbid=(MHA,))
+        out = call(fn, x, n_heads, what="split_heads", forbid=(split_heads,))
         out = expect_tensor(out, "split_heads 的返回值")
         want = split_heads(x, n_heads)  # (B, h, L, d_k)
         if tuple(out.shape) == (B, L, n_heads, d_k) and L != n_heads:
@@ -83,7 +83,7 @@ def check_split_heads(fn):
 
     # split_heads is a step of a layer that trains: the gradient must flow back to x
     x = torch.randn(2, 3, 8, requires_grad=True)
-    out = expect_tensor(call(fn, x, 2, what="split_heads", forbid=(MHA,)), "split_heads 的返回值")
+    out = expect_tensor(call(fn, x, 2, what="split_heads", forbid=(split_heads,)), "split_heads 的返回值")
     expect_shape(out, (2, 2, 3, 4), "x 需要梯度时 split_heads 的返回值")
     expect_gradients(out, {"x": x}, "split_heads 的返回值")
 

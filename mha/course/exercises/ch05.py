@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from mha.masks import causal_mask, padding_mask_from_lengths
-from mha.steps import attention_scores, scaled_dot_product_attention
-from ._core import (NO_SHORTCUTS, Mistake, NotDone, as_number, as_shape, call, checker, expect_close,
+from mha.steps import attention_scores, fused_attention, masked_softmax, scaled_dot_product_attention
+from ._core import (SDPA, Mistake, torch_mha, NotDone, as_number, as_shape, call, checker, expect_close,
                     expect_gradients, expect_shape, expect_tensor, is_plain_tensor, is_stub)
 
 __all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention"]
@@ -156,7 +156,7 @@ def _qkv(B, h, L, S, d_k):
 
 def _run(fn, q, k, v, mask):
     """Run the student's attention: no shortcut, no input changed in place, a result."""
-    return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=NO_SHORTCUTS)
+    return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=(SDPA, torch_mha(), scaled_dot_product_attention, fused_attention, masked_softmax, attention_scores))
 
 
 def _random_mask(B, h, L, S) -> torch.Tensor:

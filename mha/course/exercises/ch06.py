@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from mha.steps import merge_heads, split_heads
-from ._core import (MHA, Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
+from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub)
 
 __all__ = ["check_concat_shapes", "check_merge_heads", "check_head_from_concat"]
@@ -61,7 +61,7 @@ MERGE_CASES = [(1, 2, 3, 4), (2, 4, 5, 3), (3, 3, 2, 5)]  # (B, h, L, d_k): h !=
 def call_merge(fn, x, what):
     """Call the student's merge (no ``mha``); a ``view`` on a non-contiguous tensor is named as such."""
     try:
-        return call(fn, x, what=what, forbid=(MHA,))
+        return call(fn, x, what=what, forbid=(merge_heads,))
     except Mistake as m:
         if "view size is not compatible" in str(m):
             raise Mistake("忘了 .contiguous()：transpose 之后张量在内存里不再连续，直接 .view 会报错；"

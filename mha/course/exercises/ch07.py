@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from mha.layer import MultiHeadAttention
-from mha.steps import merge_heads
-from ._core import (MHA, Mistake, NotDone, as_int, call, checker, expect_close, expect_gradients, expect_shape,
+from mha.steps import merge_heads, project
+from ._core import (Mistake, NotDone, as_int, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub)
 
 __all__ = ["check_w_o_params", "check_output_from_heads", "check_head_contributions"]
@@ -72,7 +72,7 @@ def _gradient_check(fn, B, h, L, d_k, what: str, wrt_bias: bool) -> None:
     """Run ``fn`` once more on inputs that need gradients: they must reach heads and W_o."""
     heads = torch.randn(B, h, L, d_k, requires_grad=True)
     W_o = _layer(h * d_k)
-    out = _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(MHA,)), what)
+    out = _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)), what)
     wrt = {"heads": heads, "W_o.weight": W_o.weight}
     if wrt_bias:
         wrt["W_o.bias"] = W_o.bias
@@ -83,7 +83,7 @@ def _answers(fn, what: str):
     """Run ``fn(heads, W_o)`` on each case of OUTPUT_CASES: yields (case, heads, W_o, the answer)."""
     for B, h, L, d_k in OUTPUT_CASES:
         heads, W_o = torch.randn(B, h, L, d_k), _layer(h * d_k)
-        yield (B, h, L, d_k), heads, W_o, _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(MHA,)), what)
+        yield (B, h, L, d_k), heads, W_o, _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)), what)
 
 
 @checker("ch07", "7.2", "从各个头的输出算出最终输出")

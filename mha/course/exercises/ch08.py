@@ -13,16 +13,22 @@ import math
 import torch
 from torch import nn
 
-from mha.interop import from_torch
+from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
-from ._core import (MHA, NO_SHORTCUTS, Mistake, NotDone, as_shape_dict, call, checker, expect_close,
+from ._core import (SDPA, Mistake, torch_mha, NotDone, as_shape_dict, call, checker, expect_close,
                     expect_gradients, expect_tensor, is_stub)
 
 __all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention"]
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
+
+def _LAYER_SHORTCUTS() -> tuple:
+    """What 8.4's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels."""
+    return (SDPA, torch_mha(), MultiHeadAttention, scaled_dot_product_attention, split_heads, merge_heads,
+            attention_scores, project)
+
 
 # ---------------------------------------------------------------- 8.1
 SHAPE_KEYS = ("projected_q", "split_q", "scores", "heads", "concat", "output")
@@ -80,17 +86,33 @@ def _torch_reference(d_model, h, bias=True):
     return reference
 
 
-def _linears_intact(ours, d_model, bias, dtype):
-    """After the student's function, ``ours`` must still hold four d_model x d_model Linears."""
+def _linears_intact(ours, before, reference, d_model, bias, dtype):
+    """After the student's function, ``ours`` must hold the very same four Linears and Parameters it had
+    (``before``: name -> (Linear, weight, bias)), filled with copies: no memory shared with ``reference``."""
+    theirs = {p.untyped_storage().data_ptr() for p in reference.parameters()}
     for name in LINEARS:
         linear = getattr(ours, name, None)
         if not isinstance(linear, nn.Linear):
             raise Mistake(f"你的函数把 ours.{name} 换成了 {type(linear).__name__}：只要把权重复制进原来的 nn.Linear")
+        if linear is reference.out_proj or any(linear is m for m in reference.modules()):
+            raise Mistake(f"ours.{name} 就是 reference 里的那个模块（共用一个对象）：训练一个会改动另一个；"
+                          f"把数用 .copy_() 复制进 ours 原来的 {name}")
+        old_linear, old_weight, old_bias = before[name]
+        if linear is not old_linear:
+            raise Mistake(f"ours.{name} 换成了一个新的 nn.Linear：题目要把数复制进原来的 Linear（同一个对象），"
+                          "否则别处拿着旧 Linear（优化器、钩子）的代码就接不上了；用 ours.{name}.weight.copy_(...)")
+        if linear.weight is not old_weight or (bias and linear.bias is not old_bias):
+            raise Mistake(f"ours.{name} 的 weight/bias 换成了新的 Parameter：要用 .copy_() 把数复制进原来的 Parameter，"
+                          "优化器记住的是原来那个对象")
         if tuple(linear.weight.shape) != (d_model, d_model) or linear.weight.dtype != dtype:
             raise Mistake(f"ours.{name}.weight 变成了形状 {tuple(linear.weight.shape)}、dtype {linear.weight.dtype}；"
                           f"应该保持 {(d_model, d_model)}、{dtype}：用 .copy_() 把数复制进去，不要换掉张量")
         if bias and linear.bias is None:
             raise Mistake(f"ours.{name}.bias 变成了 None：reference 有偏置时，要把它复制进 ours.{name}.bias")
+        for p in linear.parameters():
+            if p.untyped_storage().data_ptr() in theirs:
+                raise Mistake(f"ours.{name} 的参数和 reference 共用同一块内存（.data = 或 .set_() 指向了 reference 的张量）："
+                              "改一个另一个也变；用 .copy_() 复制数值")
 
 
 @checker("ch08", "8.2", "把 nn.MultiheadAttention 的权重装进 W_q, W_k, W_v, W_o")
@@ -102,14 +124,15 @@ def check_load_from_torch(fn):
         with torch.no_grad():
             for p in ours.parameters():
                 p.zero_()
-            returned = call(fn, ours, reference, what="load_from_torch", forbid=(MHA,), may_modify=(0,),
+            before = {n: (getattr(ours, n), getattr(ours, n).weight, getattr(ours, n).bias) for n in LINEARS}
+            returned = call(fn, ours, reference, what="load_from_torch", forbid=(from_torch, to_torch), may_modify=(0,),
                             may_return_none=True, shortcut_hint="请自己从 in_proj_weight、out_proj 里逐块复制权重")
-        _linears_intact(ours, d_model, bias, torch.float64)
+        _linears_intact(ours, before, reference, d_model, bias, torch.float64)
         x = torch.randn(2, 5, d_model, dtype=torch.float64)
         with torch.no_grad():
             want = reference(x, x, x)[0]
             got = ours(x, x, x)
-        if torch.allclose(got, want, atol=1e-10):
+        if torch.allclose(got, want, atol=1e-10, rtol=0):  # the chapter promises 1e-10: no relative slack
             continue
         d = d_model
         w = reference.in_proj_weight.detach()
@@ -127,6 +150,10 @@ def check_load_from_torch(fn):
             raise Mistake("忘了复制偏置：in_proj_bias 也按 Q、K、V 切成三段，out_proj.bias 给 W_o")
         if torch.equal(loaded["W_v"], w[2 * d:]) and not torch.equal(loaded["W_o"], reference.out_proj.weight):
             raise Mistake("W_o 没有装对：它来自 reference.out_proj.weight（和 out_proj.bias）")
+        loaded_all = torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]).detach()
+        if torch.equal(loaded_all, w.float().double()) and not torch.equal(loaded_all, w):
+            raise Mistake("权重经过了 float32：复制时用了 .float()（或 torch.tensor 默认的 float32），精度只剩约 1e-7，"
+                          "本章承诺的是 1e-10；直接 .copy_() float64 的张量")
         raise Mistake(f"复制后输出和 nn.MultiheadAttention 不一致（d_model={d_model}, h={h}, bias={bias}），"
                       f"最大误差 {(got - want).abs().max().item():.3g}")
 
@@ -212,7 +239,7 @@ def _reject_ready_made(cls) -> None:
 def _build(cls, d_model, h) -> nn.Module:
     """Construct the student's layer (no shortcuts) and check its four Linears."""
     try:
-        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=NO_SHORTCUTS)
+        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=_LAYER_SHORTCUTS())
     except Mistake as m:
         if "before Module.__init__() call" in str(m):
             raise Mistake(f"{m}。提示：__init__ 的第一行要写 super().__init__()，之后才能给 self 挂 nn.Linear") from None
@@ -262,7 +289,7 @@ def _load(student, reference) -> None:
 def _forward(student, cls, args, shape) -> torch.Tensor:
     """Run the student's forward (no shortcuts, inputs unchanged) and check what comes back."""
     B, h, L, S, d_model = shape
-    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=NO_SHORTCUTS)
+    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=_LAYER_SHORTCUTS())
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
         if len(out) == 2 and isinstance(out[1], torch.Tensor) and out[0].shape == (B, h, L, S):
             raise Mistake("forward 返回了 (weights, ...)：应该只返回输出张量 (B, L, d_model)")
@@ -285,19 +312,24 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
     reference = from_torch(_torch_reference(d_model, h))  # float64, the answer key
     _load(student, reference)
     q = torch.randn(B, L, d_model, dtype=torch.float64)
-    kv = q if kind in ("self", "causal") else torch.randn(B, S, d_model, dtype=torch.float64)
+    # self-attention: Q = K = V; every other case: three distinct tensors, so that K and V cannot be swapped unseen
+    k, v = (q, q) if kind in ("self", "causal") else (torch.randn(B, S, d_model, dtype=torch.float64) for _ in "kv")
     with torch.no_grad():
-        want = reference(q, kv, kv, mask=mask)
+        want = reference(q, k, v, mask=mask)
     q_in = q.to(dtype)
-    kv_in = q_in if kv is q else kv.to(dtype)
-    args = (q_in, kv_in, kv_in) if kind == "self" else (q_in, kv_in, kv_in, mask)
+    k_in, v_in = (q_in, q_in) if k is q else (k.to(dtype), v.to(dtype))
+    args = (q_in, k_in, v_in) if kind == "self" else (q_in, k_in, v_in, mask)
     out = _forward(student, cls, args, (B, h, L, S, d_model))
     where = f"{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}"
     if _matches(out, want):
         return
+    if k is not q:
+        with torch.no_grad():
+            if _matches(out, reference(q, v, k, mask=mask)):
+                raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
     for switches, message in MISTAKES:
         with torch.no_grad():
-            variant = _variant(reference, q, kv, kv, mask, **switches)
+            variant = _variant(reference, q, k, v, mask, **switches)
         if _matches(out, variant):
             raise Mistake(f"{message}（{where}）")
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
@@ -331,13 +363,26 @@ def check_my_multihead_attention(cls):
                           f"用 0/1 掩码却不对（{mistake}）；用 mask == 0 找出要挡住的位置，而不是 ~mask") from None
 
     # Gradients: a layer that cannot train is wrong. Cross-attention with a padding mask, Q, K, V distinct.
+    # The gradient values are compared with the reference's, not only their existence.
     d_model, h, B, L, S = 12, 3, 2, 3, 5
     student = _build(cls, d_model, h)
+    reference = from_torch(_torch_reference(d_model, h))
+    _load(student, reference)
     dtype = student.W_q.weight.dtype
-    Q, K, V = (torch.randn(B, n, d_model, dtype=dtype, requires_grad=True) for n in (L, S, S))
-    out = _forward(student, cls, (Q, K, V, padding_mask_from_lengths([S, 2], S)), (B, h, L, S, d_model))
-    expect_gradients(out, {"Q": Q, "K": K, "V": V, **{f"{n}.weight": getattr(student, n).weight for n in LINEARS}},
-                     "forward 的输出")
+    Q, K, V = (torch.randn(B, n, d_model, dtype=torch.float64) for n in (L, S, S))
+    mask = padding_mask_from_lengths([S, 2], S)
+    ins = [t.to(dtype).requires_grad_() for t in (Q, K, V)]
+    out = _forward(student, cls, (*ins, mask), (B, h, L, S, d_model))
+    weights = {f"{n}.weight": getattr(student, n).weight for n in LINEARS}
+    expect_gradients(out, {"Q": ins[0], "K": ins[1], "V": ins[2], **weights}, "forward 的输出")
+    g = torch.randn(B, L, d_model, dtype=torch.float64)
+    ref_ins = [t.clone().requires_grad_() for t in (Q, K, V)]
+    ref_weights = [getattr(reference, n).weight for n in LINEARS]
+    want = torch.autograd.grad((reference(*ref_ins, mask=mask) * g).sum(), ref_ins + ref_weights)
+    got = torch.autograd.grad((out * g.to(out.dtype)).sum(), ins + list(weights.values()), allow_unused=True)
+    for name, a, b in zip(["Q", "K", "V", *weights], got, want):
+        expect_close(a, b, f"{name} 的梯度", hint="梯度的数值要和参考实现一样：前向里有没有 .detach()、原地修改或少算的一步？",
+                     atol=1e-4, rtol=1e-3)
 
     # The same weights in nn.MultiheadAttention (the notebook's final comparison).
     torch_ref = _torch_reference(8, 2)

@@ -15,9 +15,11 @@ import math
 import torch
 from torch import nn
 
-from mha.masks import padding_mask
+from mha.layer import MultiHeadAttention
+from mha.masks import padding_mask, padding_mask_from_lengths
+from mha.steps import fused_attention, scaled_dot_product_attention
 from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
-from ._core import (MHA, NO_SHORTCUTS, Mistake, as_shape_dict, call, checker, expect_close, expect_gradients,
+from ._core import (PREDICT_SHAPES, SDPA, Mistake, torch_mha, as_shape_dict, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
 
 __all__ = ["check_padding_mask", "check_one_head_weights", "check_middle_widths"]
@@ -31,6 +33,7 @@ PADDING_CASES = [
     ([[1, 2, 3, 0]], 0),  # the worked example: You are welcome PAD
     ([[5, 6, 7, 8, 1, 1], [9, 2, 0, 1, 1, 1]], 1),  # PAD id 1, a real token with id 0
     ([[4, 9, 9], [9, 9, 9]], 9),  # PAD id is the largest id (a sequence that is all PAD)
+    ([[1, 3, 2, 3, 5], [3, 3, 4, 0, 3]], 3),  # PAD in the middle and at the front: a mask is per token, not a length
 ]
 
 
@@ -47,7 +50,7 @@ def check_padding_mask(fn):
     for ids, pad_id in PADDING_CASES:
         token_ids = torch.tensor(ids)
         B, S = token_ids.shape
-        out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(MHA,)),
+        out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(padding_mask, padding_mask_from_lengths)),
                             "你的 padding mask")
         want = padding_mask(token_ids, pad_id)  # (B, 1, 1, S)
         if out.numel() == B * S and out.dtype == torch.bool:
@@ -58,6 +61,10 @@ def check_padding_mask(fn):
                                   "PAD 处应为 False——这和 torch.nn.MultiheadAttention 的 key_padding_mask（True = 忽略）正好相反")
                 if torch.equal(flat, token_ids != 0) or torch.equal(flat, token_ids > 0):
                     raise Mistake(f"你把 PAD 的 id 写死成了 0；这一组输入的 pad_id 是 {pad_id}，要用参数 pad_id 来比较")
+                from_first_pad = (token_ids == pad_id).long().cumsum(-1) == 0  # (B, S): True before the first PAD
+                if torch.equal(flat, from_first_pad):
+                    raise Mistake(f"你把第一个 PAD 之后的位置全当成了 PAD（像是按长度构造的）；PAD 不一定只在末尾："
+                                  f"输入 {ids}（pad_id={pad_id}）里 PAD 之后还有真实 token。逐个 token 比较 token_ids != pad_id")
                 for op, wrong in ((">", token_ids > pad_id), ("<", token_ids < pad_id)):
                     if torch.equal(flat, wrong) and 0 < int(wrong.sum()) < wrong.numel():
                         raise Mistake(f"用了 `token_ids {op} pad_id`：id 只是编号，没有大小的意义，PAD 的 id 也不一定最小或最大"
@@ -154,7 +161,8 @@ def check_one_head_weights(fn):
         key_mask = torch.tensor(keep)
         with torch.enable_grad():  # the chapter turns autograd off globally; a layer's weights need it
             q_proj, k_proj = q_leaf.clone(), k_leaf.clone()  # not leaves: an in-place change is reported, not a crash
-            out = call(fn, q_proj, k_proj, head, n_heads, key_mask, what="你的函数", forbid=NO_SHORTCUTS)
+            out = call(fn, q_proj, k_proj, head, n_heads, key_mask, what="你的函数",
+                       forbid=(SDPA, torch_mha(), MultiHeadAttention, scaled_dot_product_attention, fused_attention, masked_softmax))
         out = expect_tensor(out, "你的权重")
         if tuple(out.shape) == (S, L) and L != S:
             raise Mistake(f"形状应该是 (L, S) = {(L, S)}，你返回的是 (S, L) = {(S, L)}：行是 query，列是 key，"
@@ -227,7 +235,7 @@ def check_middle_widths(fn):
     """
     configs = [(1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)]
     for B, L, d_model, h, d_k, d_v in configs:
-        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=NO_SHORTCUTS)
+        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=PREDICT_SHAPES())
         got = as_shape_dict(answer, WIDTH_KEYS, "shapes")
         want = _middle_shapes(B, L, d_model, h, d_k, d_v)
         for key in WIDTH_KEYS:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from mha.layer import MultiHeadAttention
-from mha.masks import causal_mask, padding_mask
-from mha.steps import attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
-from ._core import MHA, NO_SHORTCUTS, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor
+from mha.masks import causal_mask, normalize_mask, padding_mask
+from mha.steps import apply_causal, attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
+from ._core import PREDICT_SHAPES, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor
 
 __all__ = ["check_causal_mask", "check_combine_masks", "check_cross_attention_shapes"]
 
@@ -34,7 +34,7 @@ def check_causal_mask(fn):
     (``mha.causal_mask``).
     """
     for L in (4, 1, 6, 2, 9):
-        out = call(fn, L, what="你的因果掩码函数", forbid=(MHA,))
+        out = call(fn, L, what="你的因果掩码函数", forbid=(causal_mask, apply_causal))
         if (isinstance(out, torch.Tensor) and out.is_floating_point() and tuple(out.shape) == (L, L)
                 and torch.equal(out, torch.zeros(L, L).masked_fill(~causal_mask(L), float("-inf")))):
             raise Mistake("你返回的是加性掩码（可以看 = 0，未来 = -inf，和 nn.Transformer.generate_square_subsequent_mask 一样）；"
@@ -103,7 +103,7 @@ def check_combine_masks(fn):
         for causal in _combine_causals(L, S):
             pad = padding_mask(token_ids, pad_id)  # (B, 1, 1, S)
             want = pad & causal  # (B, 1, L, S)
-            out = expect_tensor(call(fn, pad, causal, what="你的合并函数", forbid=(MHA,)), "合并后的掩码")
+            out = expect_tensor(call(fn, pad, causal, what="你的合并函数", forbid=(apply_causal, normalize_mask)), "合并后的掩码")
             if tuple(out.shape) == (B, L, S):
                 raise Mistake(f"形状应该是 (B, 1, L, S) = {(B, 1, L, S)}，你返回的是 (B, L, S) = {(B, L, S)}。"
                               "少了头的轴：和 (B, h, L, S) 右对齐广播时 B 会被对到 h 上；保留那个长度为 1 的轴")
@@ -213,7 +213,7 @@ def check_cross_attention_shapes(fn):
     """
     configs = [(2, 3, 5, 8, 2), (1, 4, 7, 12, 3), (3, 6, 2, 16, 4)]
     for B, L, S, d_model, n_heads in configs:
-        answer = call(fn, B, L, S, d_model, n_heads, what="你的函数", forbid=NO_SHORTCUTS)
+        answer = call(fn, B, L, S, d_model, n_heads, what="你的函数", forbid=PREDICT_SHAPES())
         got = as_shape_dict(answer, KEYS, "shapes")
         want = _cross_shapes(B, L, S, d_model, n_heads)
         for key in KEYS:

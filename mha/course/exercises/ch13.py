@@ -9,14 +9,11 @@ student's code runs under :func:`call`, and the shortcuts each prompt rules out 
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import inspect
-import sys
 
 import torch
 
-from ._core import MHA, Mistake, NotDone, call, checker, expect_close, expect_shape, expect_tensor, is_stub
+from ._core import Mistake, NotDone, call, checker, exception_text, expect_close, expect_shape, expect_tensor, is_stub
 
 __all__ = ["check_pad_numerals", "check_greedy_decode", "check_zero_head_hook"]
 
@@ -59,9 +56,12 @@ def check_pad_numerals(fn):
     """
     from ..numerals.data import SRC_ID
 
-    vocab = {c: i for c, i in SRC_ID.items() if c != "<pad>"}
-    for words, pad_id in PAD_CASES:
-        out = call(fn, list(words), dict(vocab), pad_id, what="你的补齐函数", forbid=(MHA,))
+    real = [c for c in SRC_ID if c != "<pad>"]
+    shuffled = torch.randperm(len(real), generator=torch.Generator().manual_seed(131)).tolist()
+    vocabularies = [{c: SRC_ID[c] for c in real},  # the book's ids, then ids the student cannot know in advance
+                    {c: 20 + shuffled[i] for i, c in enumerate(real)}]
+    for (words, pad_id), vocab in [(case, v) for v in vocabularies for case in PAD_CASES]:
+        out = call(fn, list(words), dict(vocab), pad_id, what="你的补齐函数", forbid=_pad_shortcuts())
         ids, mask = _unpack_pair(out, "你的补齐函数")
         want_ids, want_mask = _pad_reference(words, vocab, pad_id)
         B, S = want_ids.shape
@@ -77,10 +77,13 @@ def check_pad_numerals(fn):
             if torch.equal(ids.long(), left):
                 raise Mistake("PAD 补在了左边：本课（和 mha.numerals）把 PAD 补在右边，真实的字从第 0 个位置开始，"
                               "位置编码才和单独一句时一样")
+            if vocab != vocabularies[0] and torch.equal(ids.long(), _pad_reference(words, vocabularies[0], pad_id)[0]):
+                raise Mistake("ids 用的是书里的 SRC_ID，没有用参数 vocab：检查换了一套词表（字 → id 不同），"
+                              f"例如“{words[0][0]}”这次是 {vocab[words[0][0]]}；要写 vocab[c]")
             if pad_id != 0 and torch.equal(ids.long(), _pad_reference(words, vocab, 0)[0]):
                 raise Mistake(f"PAD 的 id 写死成了 0；这一组的 pad_id 是 {pad_id}，要用参数 pad_id")
             bad = (ids.long() != want_ids).nonzero()[0].tolist()
-            raise Mistake(f"ids 有位置不对，例如下标 {tuple(bad)}：输入 {words}，应该是 {want_ids.tolist()}")
+            raise Mistake(f"ids 有位置不对，例如下标 {tuple(bad)}：输入 {words}、pad_id={pad_id}，应该是 {want_ids.tolist()}")
         if ids.dtype != torch.long:
             raise Mistake(f"ids 的数值对了，但 dtype 是 {ids.dtype}；Embedding 要 torch.long")
         if tuple(mask.shape) == (B, S):
@@ -101,10 +104,23 @@ def check_pad_numerals(fn):
             raise Mistake(f"mask 的位置都对了，但 dtype 是 {mask.dtype}，要求 torch.bool（`masked_fill(~mask, ...)` 需要 bool）")
 
 
+def _pad_shortcuts() -> tuple:
+    from mha.masks import padding_mask
+
+    from ..numerals.data import encode_source
+    return (encode_source, padding_mask)
+
+
+def _hook_shortcuts() -> tuple:
+    from ..numerals.model import _zero_head_hook, ablate_heads
+    return (_zero_head_hook, ablate_heads)
+
+
 # ---------------------------------------------------------------- 13.2 greedy decoding with the KV cache
 
 DECODE_CASES = [
     ["两千零二十六", "三万零五百", "十二", "九千九百九十九万"],
+    ["十二", "三百", "五"],  # the longest answer has 3 digits: a loop that never stops at <eos> runs on
     ["零", "一百万零一百", "两万", "八千八百八十二万零八百八十四", "十"],
 ]
 
@@ -114,10 +130,14 @@ def _recording_model_class():
     from ..numerals.model import NumeralTransformer
 
     class RecordingModel(NumeralTransformer):
-        """The shipped model, recording how ``decode_step`` and ``decode`` are called."""
+        """The shipped model, counting the calls of ``encode``, ``decode_step`` and ``decode``."""
 
         def reset(self):
-            self.steps, self.full_decodes = [], 0
+            self.encodes, self.steps, self.full_decodes = 0, [], 0
+
+        def encode(self, *args, **kwargs):
+            self.encodes += 1
+            return super().encode(*args, **kwargs)
 
         def decode_step(self, token, memory, src_mask, caches=None, need_weights=False):
             self.steps.append({"token": token.detach().clone() if isinstance(token, torch.Tensor) else token,
@@ -132,30 +152,12 @@ def _recording_model_class():
     return RecordingModel
 
 
-def _forbidden_codes() -> dict:
+def _decode_shortcuts() -> tuple:
     from ..numerals import evaluate
     from ..numerals.model import NumeralTransformer
 
-    named = {"model.translate": NumeralTransformer.translate, "model.greedy_ids": NumeralTransformer.greedy_ids,
-             "mha.numerals.predict": evaluate.predict, "mha.numerals.exact_match": evaluate.exact_match}
-    return {inspect.unwrap(fn).__code__: name for name, fn in named.items()}
-
-
-@contextlib.contextmanager
-def _refuse_calls(codes: dict):
-    """Record the first call of a function whose code object is in ``codes`` (code -> name)."""
-    hits: list[str] = []
-    previous = sys.getprofile()
-
-    def profile(frame, event, arg):
-        if event == "call" and not hits and frame.f_code in codes:
-            hits.append(codes[frame.f_code])
-
-    sys.setprofile(profile)
-    try:
-        yield hits
-    finally:
-        sys.setprofile(previous)
+    return (("model.translate", NumeralTransformer.translate), ("model.greedy_ids", NumeralTransformer.greedy_ids),
+            evaluate.predict, evaluate.exact_match)
 
 
 @functools.lru_cache(maxsize=1)
@@ -179,12 +181,42 @@ def _answers(out, B):
     return list(out)
 
 
+def _check_cache_use(model, want, words):
+    """encode once, one decode_step per new token with the caches it returned, stop when all wrote <eos>."""
+    from ..numerals.data import BOS
+
+    steps = model.steps
+    if model.full_decodes:
+        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
+                      "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
+    if not steps:
+        raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
+    if model.encodes != 1:
+        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
+                      "encode 一次，把 memory 留着每一步用")
+    first = steps[0]["token"]
+    if isinstance(first, torch.Tensor) and not bool((first == BOS).all()):
+        raise Mistake(f"第一步喂进去的不是 <bos>（id {BOS}）：解码器的第一个输入永远是 <bos>")
+    for i, s in enumerate(steps):
+        if isinstance(s["token"], torch.Tensor) and s["token"].dim() == 2 and s["token"].shape[1] != 1:
+            raise Mistake(f"第 {i + 1} 次 decode_step 喂了 {s['token'].shape[1]} 个 token：有了 cache，每步只喂最新的一个，形状 (B, 1)")
+        if s["cache"] is None and i > 0 or s["cache"] is not None and any(n != i for n in s["cache"]):
+            raise Mistake(f"第 {i + 1} 次 decode_step 拿到的 cache 里有 {s['cache']} 个 token，应该是 {i}："
+                          "要把上一步 decode_step 返回的 caches 原样传回去（第一步传 None）")
+    if not all(s["mask"] for s in steps):
+        raise Mistake("调用 decode_step 时没有传 src_mask：交叉注意力会看到补齐用的 PAD，短的数字会被读错")
+    needed = max(len(w) for w in want) + 1  # the longest answer's digits, then its <eos>
+    if len(steps) > needed:
+        raise Mistake(f"输入 {words} 时调用了 {len(steps)} 次 decode_step，{needed} 次就够了：每个数字写出 <eos> 之后就不再需要它，"
+                      "整批都写出 <eos> 时就该停下（循环里判断 done.all() 再 break）")
+
+
 @checker("ch13", "13.2", "用 KV cache 做贪心解码")
 def check_greedy_decode(fn):
     """``fn(model, src (B, S), src_mask (B, 1, 1, S)) -> list[str]`` of digit strings, one per numeral.
 
-    Must call ``model.encode`` once and ``model.decode_step`` once per step, passing back the caches
-    it returned and the source mask; must stop each sequence at its ``<eos>``.
+    Must call ``model.encode`` once, ``model.decode_step`` once per new token (passing back the caches it
+    returned and the source mask), and stop when every sequence has written its ``<eos>``.
     Refused: ``model.translate``, ``model.greedy_ids`` and the package's evaluation helpers.
     """
     from ..numerals.data import encode_source
@@ -198,37 +230,22 @@ def check_greedy_decode(fn):
         src, src_mask = encode_source(words)
         want = model.translate(words)
         model.reset()
-        with _refuse_calls(_forbidden_codes()) as hits:
-            out = call(fn, model, src, src_mask, what="你的贪心解码函数")
-        if hits:
-            raise Mistake(f"这道题要你自己写解码循环，不能调用现成的 {hits[0]}；用 model.encode 和 model.decode_step")
+        out = call(fn, model, src, src_mask, what="你的贪心解码函数", forbid=_decode_shortcuts(),
+                   shortcut_hint="自己写解码循环：用 model.encode 和 model.decode_step")
         answers = _answers(out, len(words))
-        if not model.steps:
-            if model.full_decodes:
-                raise Mistake("没有用 KV cache：你每一步都把整个前缀交给 model.decode（或 model(...)）重新算一遍。"
-                              "改用 model.decode_step(token, memory, src_mask, caches)，每步只喂最新的一个 token")
-            raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
-        first = model.steps[0]["token"]
-        if isinstance(first, torch.Tensor) and not bool((first == 1).all()):
-            raise Mistake("第一步喂进去的不是 <bos>（id 1）：解码器的第一个输入永远是 <bos>")
-        if len(model.steps) > 1 and all(s["cache"] is None or all(n == 0 for n in s["cache"]) for s in model.steps):
-            raise Mistake("每一步都传了 caches=None（或空的 cache）：要把上一步 decode_step 返回的 caches 传回去，"
-                          "否则新 token 看不到前面的 token，位置也总是 0")
-        if not all(s["mask"] for s in model.steps):
-            raise Mistake("调用 decode_step 时没有传 src_mask：交叉注意力会看到补齐用的 PAD，短的数字会被读错")
+        _check_cache_use(model, want, words)
         if answers == want:
             continue
-        if all(a == w + "<eos>" for a, w in zip(answers, want)):
-            raise Mistake("把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字")
-        if all(a.startswith(w) for a, w in zip(answers, want)) and any(len(a) > len(w) for a, w in zip(answers, want)):
-            raise Mistake("没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉"
-                          f"（例如 {words[0]} 应为 {want[0]}，你得到 {answers[0]}）")
-        if all(w.startswith(a) for a, w in zip(answers, want)):
-            raise Mistake("答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？"
-                          f"（例如 {words[0]} 应为 {want[0]}，你得到 {answers[0]}）")
-        i = next(i for i, (a, w) in enumerate(zip(answers, want)) if a != w)
-        raise Mistake(f"答案不对：{words[i]} 应为 {want[i]}，你得到 {answers[i]!r}（每步取 logits 在词表轴上的 argmax，"
-                      "把它作为下一步的 token）")
+        wrong = [i for i, (a, w) in enumerate(zip(answers, want)) if a != w]
+        i = wrong[0]
+        case = f"（例如 {words[i]} 应为 {want[i]}，你得到 {answers[i]!r}）"
+        if all(answers[j] == want[j] + "<eos>" for j in wrong):
+            raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
+        if all(answers[j].startswith(want[j]) for j in wrong):
+            raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
+        if all(want[j].startswith(answers[j]) for j in wrong):
+            raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
+        raise Mistake(f"答案不对{case}：每步取 logits 在词表轴上的 argmax，把它作为下一步的 token")
 
 
 # ---------------------------------------------------------------- 13.3 ablating a head
@@ -256,16 +273,19 @@ def check_zero_head_hook(fn):
     gen = torch.Generator().manual_seed(13)
     for d_model, n_heads, head in HOOK_CASES:
         d_k = d_model // n_heads
-        hook = call(fn, head, d_k, what="你的钩子工厂函数", forbid=(MHA,))
+        hook = call(fn, head, d_k, what="你的钩子工厂函数", forbid=_hook_shortcuts())
         if not callable(hook):
             raise Mistake(f"fn(head, d_k) 应该返回一个函数 hook(module, inputs)，却返回了 {type(hook).__name__}")
         concat = torch.randn(2, 3, d_model, generator=gen)
         linear = torch.nn.Linear(d_model, d_model)
-        out = call(hook, linear, (concat,), what="你的钩子", forbid=(MHA,))
+        out = call(hook, linear, (concat,), what="你的钩子", forbid=_hook_shortcuts())
         new = out[0] if isinstance(out, tuple) and len(out) == 1 else out
         new = expect_tensor(new, "钩子返回的 concat")
         want = _reference_zero(concat, head, d_k)
         expect_shape(new, concat.shape, "钩子返回的 concat", hint="只把一些列置零，形状不变")
+        if new.dtype != concat.dtype:
+            raise Mistake(f"钩子返回的 concat 的 dtype 是 {new.dtype}，传进来的是 {concat.dtype}：W_o 的权重是 {concat.dtype}，"
+                          "dtype 不同它就算不了；置零不要改 dtype（用 clone() 再赋 0，或乘一个同 dtype 的掩码）")
         if not torch.allclose(new, want):
             lo, hi = head * d_k, (head + 1) * d_k
             zero_cols = (new == 0).all(dim=0).all(dim=0)  # (d_model,)
@@ -290,6 +310,8 @@ def check_zero_head_hook(fn):
         handle = layer.W_o.register_forward_pre_hook(hook)
         try:
             got = layer(x, x, x)
+        except Exception as e:  # the student's hook runs inside the layer
+            raise Mistake(f"挂上钩子之后层的前向出错：{exception_text(e)}") from None
         finally:
             handle.remove()
         _, weights = layer(x, x, x, need_weights=True)
