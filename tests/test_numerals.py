@@ -35,7 +35,7 @@ KNOWN = {
 @pytest.mark.parametrize("n", list(KNOWN))
 def test_known_readings(n):
     assert to_chinese(n) == KNOWN[n]
-    assert parse(KNOWN[n]) == n
+    assert parse(KNOWN[n]) == n == parse(KNOWN[n], strict=True)
 
 
 def test_readings_are_unique_and_parse_back():
@@ -46,7 +46,7 @@ def test_readings_are_unique_and_parse_back():
         words = to_chinese(n)
         assert words not in seen, (n, seen.get(words), words)
         seen[words] = n
-        assert parse(words) == n
+        assert parse(words, strict=True) == n
     assert max(len(w) for w in seen) == MAX_SOURCE_LEN
 
 
@@ -71,9 +71,9 @@ def test_readings_are_unique_and_parse_back():
     ("一万一千一", "'一万一千一百'"),
     ("三百零二万四", "short form of 3024000"),
 ])
-def test_parse_refuses_with_a_clear_message(text, needle):
+def test_strict_parse_refuses_with_a_clear_message(text, needle):
     with pytest.raises(NumeralError, match=None) as info:
-        parse(text)
+        parse(text, strict=True)
     assert needle in str(info.value), str(info.value)
 
 
@@ -298,7 +298,7 @@ def _cli(args=(), stdin=None, env=None):
 
 def test_cli_speaks_utf8_under_an_ascii_locale():
     ascii_env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="ascii")
-    run = _cli(stdin="十二\n二千\n", env=ascii_env)
+    run = _cli(["--strict"], stdin="十二\n二千\n", env=ascii_env)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert run.stdout.splitlines()[0] == "12" and "两千" in run.stdout.splitlines()[1]
     bad_bytes = subprocess.run([sys.executable, "-m", "mha.numerals"], input=b"\xff\xfe\n", capture_output=True,
@@ -313,8 +313,23 @@ def test_cli_converts_arguments():
     assert run.stdout.splitlines() == ["2026", "30500", "12", "99990000"]
 
 
+def test_cli_converts_every_common_writing():
+    writings = {"二千零二十六": "2026", "两百": "200", "二万三千": "23000", "一十二": "12", "一百一": "110",
+                "三万五": "35000", "一万二": "12000", "两千五": "2500", "贰仟零贰拾陆": "2026", "壹萬": "10000",
+                "一万一十": "10010", "壹拾贰": "12"}
+    run = _cli(list(writings))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines() == list(writings.values())
+    explained = _cli(["--explain", "二千", "两千"]).stdout.splitlines()
+    assert explained[0].startswith("2000\t") and "两千" in explained[0] and explained[1] == "2000\tstandard reading"
+    refused = _cli(["五零", "壹百"])
+    assert refused.returncode == 1
+    assert [line.split(":")[0] for line in refused.stdout.splitlines()] == ["error", "error"]
+    assert "two digits in a row" in refused.stdout and "mixes" in refused.stdout
+
+
 def test_cli_reads_lines_and_reports_bad_ones_in_place():
-    run = _cli(stdin="两千零二十六\n\n二千\n十二\nabc\n九千九百九十九万\n")
+    run = _cli(["--strict"], stdin="两千零二十六\n\n二千\n十二\nabc\n九千九百九十九万\n")
     lines = run.stdout.splitlines()
     assert run.returncode == 1
     assert len(lines) == 6

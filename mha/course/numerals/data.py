@@ -22,13 +22,13 @@ from dataclasses import dataclass
 import torch
 
 from mha.masks import padding_mask
-from .words import ALPHABET, MAX_NUMBER, to_chinese
+from .words import ALPHABET, MAX_NUMBER, STANDARD_ALPHABET, to_chinese
 
 __all__ = ["SRC_TOKENS", "TGT_TOKENS", "PAD", "BOS", "EOS", "SRC_ID", "TGT_ID", "MAX_SOURCE_LEN", "MAX_TARGET_LEN",
            "LENGTH_WEIGHTS", "Batch", "encode_source", "encode_target", "decode_target", "make_batch",
            "is_held_out", "sample_number", "training_numbers", "held_out_numbers"]
 
-SRC_TOKENS = ("<pad>",) + tuple(ALPHABET)  # 16 tokens: <pad>, 零, 一, 二, 两, ..., 万
+SRC_TOKENS = ("<pad>",) + tuple(STANDARD_ALPHABET)  # 16 tokens: <pad>, 零, 一, 二, 两, ..., 万
 TGT_TOKENS = ("<pad>", "<bos>", "<eos>") + tuple("0123456789")  # 13 tokens
 PAD, BOS, EOS = 0, 1, 2  # <pad> is id 0 on both sides
 SRC_ID = {tok: i for i, tok in enumerate(SRC_TOKENS)}
