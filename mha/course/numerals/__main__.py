@@ -22,11 +22,6 @@ from .reader import read
 from .words import NumeralError, parse
 
 
-def _model_input(text: str, standard: str) -> str:
-    """What the model reads: the standard reading (the shipped weights were trained on standard readings only)."""
-    return standard
-
-
 def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[list[str], bool]:
     """One output line per input line; returns ``(outputs, all_valid)``."""
     outputs: list[str | None] = []
@@ -43,7 +38,7 @@ def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[
             outputs.append(f"error: {e}")
             continue
         outputs.append(None)
-        valid.append((i, _model_input(text, reading.standard)))
+        valid.append((i, text))  # the model reads the text as written: it was trained on every style
         notes[i] = reading.explain()
     if valid:
         answers = model.translate([text for _, text in valid])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .words import ALPHABET, MAX_NUMBER, NumeralError, STANDARD_ALPHABET, to_chinese
+from .words import ALPHABET, MAX_NUMBER, NumeralError, check_characters, to_chinese
 
 __all__ = ["Reading", "read", "FINANCIAL", "to_ordinary"]
 
@@ -141,15 +141,7 @@ def read(text: str) -> Reading:
         >>> read("二千").explain()
         '两/二 chosen differently from the course (两 only before 千 and in 两万); the course writes 两千'
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if not text:
-        raise NumeralError("empty input: expected a Chinese numeral such as 两千零二十六")
-    unknown = [(i, ch) for i, ch in enumerate(text) if ch not in ALPHABET]
-    if unknown:
-        listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
-        raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
-                           f"allowed: {ALPHABET}")
+    check_characters(text, ALPHABET)
     chars = set(text)
     notes = set()
     if chars & _FINANCIAL_ONLY:

@@ -177,91 +177,17 @@ def _group_value(text: str, whole: str) -> int:
     return total
 
 
-def parse(text: str) -> int:
-    """Read a Chinese numeral written under the module's rules; the inverse of :func:`to_chinese`.
-
-    Raises:
-        NumeralError: for an empty string, a character outside :data:`ALPHABET`
-            (named, with its position), or a string that does not follow the
-            rules; when the string names a number in a non-standard way the
-            message gives the standard reading (``二千`` -> ``两千``).
-
-    Example:
-        >>> parse("三万零五百")
-        30500
-    """
+def check_characters(text, alphabet: str) -> None:
+    """Refuse a non-str (TypeError), an empty string or one with a character outside ``alphabet`` (NumeralError)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text:
         raise NumeralError("empty input: expected a Chinese numeral such as 两千零二十六")
-    unknown = [(i, ch) for i, ch in enumerate(text) if ch not in ALPHABET]
+    unknown = [(i, ch) for i, ch in enumerate(text) if ch not in alphabet]
     if unknown:
         listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
         raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
-                           f"allowed: {ALPHABET}")
-    spoken = _spoken_short_form(text)
-    if spoken is not None:
-        raise NumeralError(f"{text!r} is the spoken short form of {spoken} (its last digit counts in the next place "
-                           f"down); this course writes it in full: {to_chinese(spoken)!r}")
-    n = _value(text, text)
-    if n > MAX_NUMBER:  # cannot happen with one 万 and groups <= 9999, kept as a guard
-        raise NumeralError(f"{text!r} is larger than {MAX_NUMBER:,}")
-    canonical = to_chinese(n)
-    if canonical != text:
-        raise NumeralError(f"{text!r} is not how this course writes {n}: the standard reading is {canonical!r}")
-    return n
-_SHORT_FORM_PLACE = {"百": 10, "千": 100, "万": 1000}  # 一百一 = 110, 三千五 = 3500, 一万一 = 11000
-
-
-def _spoken_short_form(text: str) -> int | None:
-    """The number a spoken short form names (``一百一`` -> 110), or None if ``text`` is not one.
-
-    Everyday speech drops the unit after a final digit that directly follows 百, 千 or 万:
-    that digit then counts in the next place down. (After 十 nothing is dropped: 十一 is 11.)
-    """
-    if len(text) < 3 or text[-2] not in _SHORT_FORM_PLACE or _VALUE.get(text[-1], 0) == 0:
-        return None
-    try:
-        n = _value(text[:-1], text) + _VALUE[text[-1]] * _SHORT_FORM_PLACE[text[-2]]
-    except NumeralError:
-        return None
-    return n if n <= MAX_NUMBER and to_chinese(n) != text else None
-
-
-def _value(text: str, whole: str) -> int:
-    """Lenient value of a string over the alphabet (may accept non-canonical forms)."""
-    if text.count("万") > 1:
-        raise NumeralError(f"{whole!r} has more than one 万 (this course reads numbers below 1,0000,0000 only)")
-    if "万" in text:
-        high, low = text.split("万")
-        if not high:
-            raise NumeralError(f"{whole!r} starts with 万: a digit must come before it (e.g. 一万)")
-        return _group_value(high, whole) * 10000 + (_group_value(low, whole) if low else 0)
-    return _group_value(text, whole)
-
-
-def _group_value(text: str, whole: str) -> int:
-    total, digit, last_unit = 0, None, 10000
-    for ch in text:
-        if ch in _VALUE:
-            if digit is not None and (digit != 0 or _VALUE[ch] == 0):
-                raise NumeralError(f"{whole!r} has two digits in a row without a unit between them")
-            digit = _VALUE[ch]
-        elif ch in _UNIT_VALUE:
-            unit = _UNIT_VALUE[ch]
-            if unit >= last_unit:
-                raise NumeralError(f"{whole!r} repeats or reorders the units 千, 百, 十 within a group")
-            if digit == 0:
-                raise NumeralError(f"{whole!r} has 零 directly before a unit")
-            total += (1 if digit is None else digit) * unit
-            digit, last_unit = None, unit
-        else:  # 万 was split off by the caller
-            raise NumeralError(f"{whole!r} has 万 in the wrong place")
-    if digit:
-        total += digit
-    if total > 9999:
-        raise NumeralError(f"{whole!r} has a group larger than 9999")
-    return total
+                           f"allowed: {alphabet}")
 
 
 def parse(text: str, strict: bool = False) -> int:
@@ -289,15 +215,7 @@ def parse(text: str, strict: bool = False) -> int:
         from .reader import read
 
         return read(text).number
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if not text:
-        raise NumeralError("empty input: expected a Chinese numeral such as 两千零二十六")
-    unknown = [(i, ch) for i, ch in enumerate(text) if ch not in STANDARD_ALPHABET]
-    if unknown:
-        listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
-        raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
-                           f"allowed: {STANDARD_ALPHABET}")
+    check_characters(text, STANDARD_ALPHABET)
     spoken = _spoken_short_form(text)
     if spoken is not None:
         raise NumeralError(f"{text!r} is the spoken short form of {spoken} (its last digit counts in the next place "
