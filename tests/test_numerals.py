@@ -14,8 +14,9 @@ from mha.numerals import (ACCURACY_THRESHOLD, DATA_DIR, NumeralConfig, NumeralEr
                           make_batch, parse, shipped_info, to_chinese, train)
 from mha.numerals.data import (BOS, EOS, MAX_SOURCE_LEN, PAD, SRC_TOKENS, TGT_TOKENS, decode_target, encode_source,
                                training_numbers)
-from mha.numerals.analysis import (ablation_accuracies, correct_rows, digit_peak_rate, evenness, mass_on,
-                                  teacher_forced, teacher_forced_exact_match, zero_peak_kinds)
+from mha.numerals.analysis import (ablation_accuracies, correct_rows, digit_peak_breakdown, digit_peak_rate,
+                                  evenness, head_means, mass_chance, mass_on, teacher_forced,
+                                  teacher_forced_exact_match, zero_peak_kinds)
 from mha.numerals.train import lr_at
 from mha.numerals.words import DIGITS, digit_sources
 
@@ -35,7 +36,7 @@ KNOWN = {
 @pytest.mark.parametrize("n", list(KNOWN))
 def test_known_readings(n):
     assert to_chinese(n) == KNOWN[n]
-    assert parse(KNOWN[n]) == n
+    assert parse(KNOWN[n]) == n == parse(KNOWN[n], strict=True)
 
 
 def test_readings_are_unique_and_parse_back():
@@ -46,7 +47,7 @@ def test_readings_are_unique_and_parse_back():
         words = to_chinese(n)
         assert words not in seen, (n, seen.get(words), words)
         seen[words] = n
-        assert parse(words) == n
+        assert parse(words, strict=True) == n
     assert max(len(w) for w in seen) == MAX_SOURCE_LEN
 
 
@@ -71,9 +72,9 @@ def test_readings_are_unique_and_parse_back():
     ("一万一千一", "'一万一千一百'"),
     ("三百零二万四", "short form of 3024000"),
 ])
-def test_parse_refuses_with_a_clear_message(text, needle):
+def test_strict_parse_refuses_with_a_clear_message(text, needle):
     with pytest.raises(NumeralError, match=None) as info:
-        parse(text)
+        parse(text, strict=True)
     assert needle in str(info.value), str(info.value)
 
 
@@ -148,8 +149,8 @@ def test_model_is_built_from_mha_layers():
     attn = [model.attention(b, l) for b, l, h in model.heads() if h == 0]
     assert len(model.heads()) == 24 and len(attn) == 6
     assert all(type(a) is mha.MultiHeadAttention and a.n_heads == 4 and a.d_k == 16 for a in attn)
-    assert sum(p.numel() for p in model.parameters()) == 170_381
-    assert sum(p.numel() for p in NumeralTransformer(NumeralConfig(n_heads=1)).parameters()) == 170_381
+    assert sum(p.numel() for p in model.parameters()) == 171_213  # 170,381 + 13 x 64 for the 大写 characters
+    assert sum(p.numel() for p in NumeralTransformer(NumeralConfig(n_heads=1)).parameters()) == 171_213
     with pytest.raises(ValueError):
         model.attention("decoder", 2)
     with pytest.raises(ValueError):
@@ -250,8 +251,8 @@ def test_head_statistics_of_the_shipped_model(shipped):
         batch, maps = teacher_forced(model, held_out_numbers()[:600])
         assert correct_rows(maps["logits"], batch).float().mean() > 0.99
         assert digit_peak_rate(maps["cross"][1], batch)[0] > 0.9
-        assert mass_on(maps["cross"][0], batch, "万")[0] > 0.9
-        assert mass_on(maps["encoder"][1], batch, "万")[1] > 0.85
+        assert mass_on(maps["cross"][0], batch, "万", "cross")[0] > 0.9
+        assert mass_on(maps["encoder"][1], batch, "万", "encoder")[1] > 0.85
         assert zero_peak_kinds(maps["cross"][1], batch)["digit"][0] < 0.05
         even = evenness(maps["decoder"][0], batch)
         assert even[1] > 0.95 and even[2] > 0.95
@@ -259,6 +260,62 @@ def test_head_statistics_of_the_shipped_model(shipped):
         assert drops[("decoder", 0, 1)] < 0.3 and drops[("encoder", 0, 3)] > 0.98
     finally:
         shipped.float()
+
+
+def test_mass_on_takes_the_kind_even_when_S_equals_T():
+    batch = make_batch([2026])  # 两千零二十六: S = 6 characters, T = 4 digits + <eos> = 5
+    S, T = batch.src.shape[1], batch.tgt_in.shape[1]
+    square = torch.zeros(1, 1, S, S)
+    square[0, 0, :, 2] = 1.0  # every row on 零
+    square[0, 0, T:, 2] = 0.0  # rows past T are not real cross-attention rows, but are real encoder rows
+    assert mass_on(square, batch, "零", "encoder").item() == pytest.approx(T / S)
+    assert mass_on(square[:, :, :T], batch, "零", "cross").item() == 1.0
+    assert mass_chance(batch, "零", "cross") == pytest.approx(1 / S)
+    with pytest.raises(ValueError, match="kind"):
+        mass_on(square, batch, "零", "decoder")
+
+
+def test_mean_ablation_puts_the_mean_in_place_of_a_head(shipped):
+    model = shipped.double()
+    try:
+        numbers = held_out_numbers()[:100]
+        means = head_means(model, numbers)
+        mean, per_position = means[("cross", 1, 0)]
+        assert mean.shape == (model.cfg.d_model // model.cfg.n_heads,) and per_position.shape[1] == mean.shape[0]
+        batch = make_batch(numbers)
+        d_k = mean.shape[0]
+        for mode, want in (("mean", lambda L: mean.expand(L, d_k)), ("position_mean", lambda L: per_position[:L])):
+            captured = []
+            with ablate_heads(model, ("cross", 1, 0), means=means, mode=mode):  # hooks run in order: ablation first
+                handle = model.attention("cross", 1).W_o.register_forward_pre_hook(lambda m, i: captured.append(i[0]))
+                model(batch.src, batch.src_mask, batch.tgt_in)
+                handle.remove()
+            concat = captured[0]  # (B, T, d_model)
+            assert torch.equal(concat[:, :, :d_k], want(concat.shape[1]).expand_as(concat[:, :, :d_k]))
+            assert not torch.equal(concat[:, :, d_k:2 * d_k], mean.new_zeros(1).expand_as(concat[:, :, d_k:2 * d_k]))
+        zero = ablation_accuracies(model, numbers, heads=[("cross", 1, 0)])
+        mean_acc = ablation_accuracies(model, numbers, heads=[("cross", 1, 0)], mode="mean", means=means)
+        assert set(zero) == set(mean_acc) == {("cross", 1, 0)}
+        with pytest.raises(ValueError, match="means"):
+            with ablate_heads(model, ("cross", 1, 0), mode="mean"):
+                pass
+        with pytest.raises(ValueError, match="mode"):
+            with ablate_heads(model, ("cross", 1, 0), mode="half"):
+                pass
+    finally:
+        shipped.float()
+
+
+def test_digit_peak_breakdown_counts_contexts_and_chance():
+    batch = make_batch([30500, 2026])  # 三万零五百: 3 is 三, 5 is 五 (after 零); 两千零二十六: 2 after 零
+    S = batch.src.shape[1]
+    cross = torch.zeros(2, 1, batch.tgt_in.shape[1], S)
+    cross[..., 0] = 1.0  # every step looks at the first character
+    stats = digit_peak_breakdown(cross, batch)
+    assert stats["all"]["count"] == 2 + 3 and stats["after 零"]["count"] == 2
+    assert stats["all"]["hit"].item() == pytest.approx(2 / 5)  # 三 and 两 are first characters
+    assert stats["after 零"]["hit"].item() == 0.0 and stats["万"]["count"] == 1
+    assert stats["all"]["chance"] == pytest.approx((2 / 5 + 3 / 6) / 5)  # mean 1 / S over the 5 digits
 
 
 # ---------------------------------------------------------------- training pieces (the full run: test_numerals_training.py)
@@ -298,7 +355,7 @@ def _cli(args=(), stdin=None, env=None):
 
 def test_cli_speaks_utf8_under_an_ascii_locale():
     ascii_env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="ascii")
-    run = _cli(stdin="十二\n二千\n", env=ascii_env)
+    run = _cli(["--strict"], stdin="十二\n二千\n", env=ascii_env)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert run.stdout.splitlines()[0] == "12" and "两千" in run.stdout.splitlines()[1]
     bad_bytes = subprocess.run([sys.executable, "-m", "mha.numerals"], input=b"\xff\xfe\n", capture_output=True,
@@ -313,8 +370,23 @@ def test_cli_converts_arguments():
     assert run.stdout.splitlines() == ["2026", "30500", "12", "99990000"]
 
 
+def test_cli_converts_every_common_writing():
+    writings = {"二千零二十六": "2026", "两百": "200", "二万三千": "23000", "一十二": "12", "一百一": "110",
+                "三万五": "35000", "一万二": "12000", "两千五": "2500", "贰仟零贰拾陆": "2026", "壹萬": "10000",
+                "一万一十": "10010", "壹拾贰": "12"}
+    run = _cli(list(writings))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines() == list(writings.values())
+    explained = _cli(["--explain", "二千", "两千"]).stdout.splitlines()
+    assert explained[0].startswith("2000\t") and "两千" in explained[0] and explained[1] == "2000\tstandard reading"
+    refused = _cli(["五零", "壹百"])
+    assert refused.returncode == 1
+    assert [line.split(":")[0] for line in refused.stdout.splitlines()] == ["error", "error"]
+    assert "two digits in a row" in refused.stdout and "mixes" in refused.stdout
+
+
 def test_cli_reads_lines_and_reports_bad_ones_in_place():
-    run = _cli(stdin="两千零二十六\n\n二千\n十二\nabc\n九千九百九十九万\n")
+    run = _cli(["--strict"], stdin="两千零二十六\n\n二千\n十二\nabc\n九千九百九十九万\n")
     lines = run.stdout.splitlines()
     assert run.returncode == 1
     assert len(lines) == 6

@@ -118,3 +118,21 @@ def test_chapter_13_stored_outputs_have_no_missing_glyph_warnings():
         for out in cell.get("outputs", []):
             text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
             assert not any(m in text for m in ("missing from font", "findfont")), text
+
+
+@pytest.mark.parametrize("L, S", [(9, 11), (9, 15), (5, 6)])
+def test_heatmaps_are_readable_on_a_phone(L, S):
+    """Smallest text >= 9 CSS px when a 390 px phone shows the figure in its ~358 px column."""
+    maps = [torch.rand(4, L, S).softmax(-1) for _ in range(2)]
+    rows, cols = [str(i % 10) for i in range(L)], list("六千零七十万八千零九十两百万")[:S] + ["零"] * max(0, S - 14)
+    for fig in (viz_numerals.plot_block_heads(maps, "cross", rows, cols, layer=1),
+                plot_head_panels([m[0] for m in maps] * 2, rows, cols, ["训练 0 步"] * 4),
+                plot_head_table(torch.rand(6, 4), ["交叉注意力 第 1 层"] * 6, ["头 1"] * 4).figure,
+                plot_loss([1.0, 0.5, 0.1], 20).figure):
+        fig.canvas.draw()
+        assert viz_numerals.smallest_text_css_px(fig) >= 9.0, fig.get_size_inches()
+        plt.close(fig)
+    wide = plt.figure(figsize=(12, 3))
+    wide.text(0.5, 0.5, "十", fontsize=10)
+    assert viz_numerals.smallest_text_css_px(wide) < 9.0  # the old 4-panel rows: 10 pt on a 12 inch figure
+    plt.close(wide)

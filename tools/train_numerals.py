@@ -20,8 +20,9 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mha.numerals import (ACCURACY_THRESHOLD, DATA_DIR, INFO_FILE, NumeralConfig, TrainConfig,  # noqa: E402
-                          exact_match, held_out_numbers, model_from_state, train)
+from mha.numerals import (ACCURACY_THRESHOLD, CATEGORY_THRESHOLD, DATA_DIR, INFO_FILE, NumeralConfig,  # noqa: E402
+                          TrainConfig, exact_match, held_out_numbers, model_from_state, train)
+from mha.numerals.categories import category_table  # noqa: E402
 
 SEED = 0
 WINDOW = 20  # the loss curve is stored as means over WINDOW steps
@@ -34,7 +35,6 @@ def half(state: dict) -> dict:
 
 
 def main(kinds) -> None:
-    info = json.loads(INFO_FILE.read_text(encoding="utf-8")) if INFO_FILE.exists() else {}
     test = held_out_numbers()
     for kind in kinds:
         run = RUNS[kind]
@@ -49,20 +49,28 @@ def main(kinds) -> None:
                  "train": {**train_cfg.to_dict(), "snapshot_steps": list(train_cfg.snapshot_steps)}, "seed": SEED}
         shipped = model_from_state(entry, state)
         accuracy = exact_match(shipped, test)
+        table = category_table(shipped.double())
         entry.update({
             "parameters": sum(p.numel() for p in model.parameters()),
             "held_out_count": len(test),
             "held_out_exact_match": accuracy,
+            "categories": {name: list(v) for name, v in table.items()},  # (right, total), float64, greedy
             "train_seconds": round(history.seconds, 1),
             "trained_with": f"torch {torch.__version__}, {platform.machine()}, {train_cfg.threads} thread(s)",
             "loss_window": WINDOW,
             "loss_curve": [float(f"{v:.4g}") for v in history.smoothed(WINDOW)],
         })
-        info[kind] = entry
+        info = json.loads(INFO_FILE.read_text(encoding="utf-8")) if INFO_FILE.exists() else {}  # re-read: runs
+        info[kind] = entry  # for the two kinds may go in parallel processes
+        INFO_FILE.write_text(json.dumps(info, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         print(f"{kind}: held-out exact match {accuracy:.4f} in {history.seconds:.0f} s")
+        for name, (right, total) in table.items():
+            print(f"    {right / total:7.2%}  {right}/{total}  {name}")
         if kind == "4heads" and accuracy < ACCURACY_THRESHOLD:
             raise SystemExit(f"the 4-head model reached only {accuracy:.4f} < {ACCURACY_THRESHOLD}")
-    INFO_FILE.write_text(json.dumps(info, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        weak = [name for name, (right, total) in table.items() if right / total < CATEGORY_THRESHOLD]
+        if kind == "4heads" and weak:
+            print(f"WARNING: categories below {CATEGORY_THRESHOLD}: {weak}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Chinese numerals -> Arabic digits: a small Transformer built from :class:`mha.MultiHeadAttention` (chapter 13).
 
-* :mod:`~mha.numerals.words`: the reading rules (:func:`to_chinese`) and a strict reader (:func:`parse`);
+* :mod:`~mha.numerals.words`: the reading rules (:func:`to_chinese`) and :func:`parse` (``strict=True``: only those);
+* :mod:`~mha.numerals.reader`: :func:`read`, every common writing (二千, 一十二, 一百一, 大写) and how it differs;
 * :mod:`~mha.numerals.data`: vocabularies, padding, the held-out split;
 * :mod:`~mha.numerals.model`: :class:`NumeralTransformer` (pre-LN encoder-decoder, KV-cache decoding,
   attention maps, :func:`ablate_heads`);
@@ -8,7 +9,8 @@
 * :mod:`~mha.numerals.analysis`: what the heads do, measured over many numbers (and ablations);
 * :func:`load_pretrained`: the trained weights shipped in ``mha/course/data`` (no training needed).
 
-Command line: ``python -m mha.numerals 两千零二十六`` or one numeral per line on standard input.
+Command line: ``python -m mha.numerals 两千零二十六 贰仟零贰拾陆`` or one numeral per line on standard input
+(``--strict``: standard readings only, ``--explain``: say how an input differs from the standard).
 """
 from __future__ import annotations
 
@@ -21,17 +23,19 @@ from .data import held_out_numbers, is_held_out, make_batch
 from .evaluate import exact_match, mistakes, predict
 from .model import BLOCKS, NumeralConfig, NumeralTransformer, ablate_heads
 from .train import History, TrainConfig, train
+from .reader import Reading, read
 from .words import ALPHABET, MAX_NUMBER, NumeralError, parse, to_chinese
 
-__all__ = ["to_chinese", "parse", "NumeralError", "ALPHABET", "MAX_NUMBER", "NumeralConfig", "NumeralTransformer",
+__all__ = ["to_chinese", "parse", "read", "Reading", "NumeralError", "ALPHABET", "MAX_NUMBER", "NumeralConfig", "NumeralTransformer",
            "ablate_heads", "BLOCKS", "TrainConfig", "History", "train", "retrain", "held_out_numbers", "is_held_out",
            "make_batch", "exact_match", "mistakes", "predict", "KINDS", "shipped_info", "load_pretrained",
-           "load_snapshots", "model_from_state", "ACCURACY_THRESHOLD"]
+           "load_snapshots", "model_from_state", "ACCURACY_THRESHOLD", "CATEGORY_THRESHOLD"]
 
 DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "data"
 INFO_FILE = DATA_DIR / "numerals.json"
 KINDS = ("4heads", "1head")
 ACCURACY_THRESHOLD = 0.99  # the shipped models and every retraining must reach this on the held-out numbers
+CATEGORY_THRESHOLD = 0.995  # ... and the 4-head model this in every row of the per-category table (categories.py)
 
 
 def shipped_info(kind: str = "4heads") -> dict:
@@ -71,8 +75,9 @@ def load_snapshots(kind: str = "4heads") -> dict:
 def retrain(kind: str = "4heads", progress: bool = True, plot: bool = True):
     """Train the shipped configuration again from scratch (same seed): ``(model, history)``.
 
-    Shows a progress bar and, with ``plot=True``, the loss curve. About two
-    minutes on a laptop CPU.
+    Shows a progress bar and, with ``plot=True``, the loss curve. About a
+    minute on one laptop CPU core (2500 steps of 64 numbers; several minutes
+    on a busy shared machine).
     """
     info = shipped_info(kind)
     model, history = train(NumeralConfig(**info["model"]),

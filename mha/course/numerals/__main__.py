@@ -3,11 +3,14 @@
     python -m mha.numerals 两千零二十六 三万零五百     # one answer per argument
     printf '十二\\n九千九百九十九万\\n' | python -m mha.numerals   # one answer per input line
 
-Each input gives exactly one output line: the digits the model writes, or
-``error: ...`` when the input is not a numeral under the course's reading rules
-(empty line, unknown characters, a non-standard reading); the other lines are
-still converted. The exit status is 1 when any input was invalid, else 0.
-The model does the conversion; :func:`mha.numerals.parse` only checks the input.
+Every common writing is converted: 二千零二十六, 两百, 一十二, 一百一 (110), 三万五,
+贰仟零贰拾陆 (financial 大写). Each input gives exactly one output line: the digits
+the model writes, or ``error: ...`` when the input names no number (empty line,
+unknown characters, two digits in a row ...: the reason is given); the other lines
+are still converted. ``--strict`` accepts only the course's standard readings
+(as before); ``--explain`` adds, after a tab, how the input differs from the
+standard reading. The exit status is 1 when any input was invalid, else 0.
+The model does the conversion; :func:`mha.numerals.reader.read` only checks the input.
 """
 from __future__ import annotations
 
@@ -15,28 +18,32 @@ import argparse
 import sys
 
 from . import KINDS, load_pretrained
+from .reader import read
 from .words import NumeralError, parse
 
 
-def convert(lines, model) -> tuple[list[str], bool]:
+def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[list[str], bool]:
     """One output line per input line; returns ``(outputs, all_valid)``."""
     outputs: list[str | None] = []
-    valid = []
+    valid, notes = [], {}
     for i, line in enumerate(lines):
         text = line.strip()
         try:
             if not text:
                 raise NumeralError("empty line: expected a Chinese numeral such as 两千零二十六")
-            parse(text)
+            if strict:
+                parse(text, strict=True)
+            reading = read(text)
         except NumeralError as e:
             outputs.append(f"error: {e}")
             continue
         outputs.append(None)
-        valid.append((i, text))
+        valid.append((i, text))  # the model reads the text as written: it was trained on every style
+        notes[i] = reading.explain()
     if valid:
         answers = model.translate([text for _, text in valid])
         for (i, _), answer in zip(valid, answers):
-            outputs[i] = answer
+            outputs[i] = f"{answer}\t{notes[i]}" if explain else answer
     return outputs, len(valid) == len(outputs)
 
 
@@ -46,20 +53,25 @@ def main(argv=None) -> int:
                                                  "with the course's trained Transformer.")
     parser.add_argument("numerals", nargs="*", help="numerals to convert; without any, read one per line from stdin")
     parser.add_argument("--model", choices=KINDS, default="4heads", help="which shipped model to use")
+    parser.add_argument("--strict", action="store_true",
+                        help="accept only the course's standard readings (两千零二十六, not 二千零二十六)")
+    parser.add_argument("--explain", action="store_true",
+                        help="after each answer, a tab and how the input differs from the standard reading")
     args = parser.parse_args(argv)
+    options = dict(strict=args.strict, explain=args.explain)
     model = load_pretrained(args.model)
     ok = True
     if args.numerals:
-        outputs, ok = convert(args.numerals, model)
+        outputs, ok = convert(args.numerals, model, **options)
         print("\n".join(outputs))
     elif sys.stdin.isatty():  # interactive: answer each line as it comes
         for line in sys.stdin:
-            outputs, line_ok = convert([line], model)
+            outputs, line_ok = convert([line], model, **options)
             print(outputs[0], flush=True)
             ok &= line_ok
     else:
         lines = sys.stdin.read().splitlines()
-        outputs, ok = convert(lines, model)
+        outputs, ok = convert(lines, model, **options)
         if outputs:
             print("\n".join(outputs))
     return 0 if ok else 1

@@ -16,11 +16,12 @@ import math
 import torch
 
 from .data import PAD, Batch, make_batch
-from .model import NumeralTransformer, ablate_heads
+from .model import BLOCKS, NumeralTransformer, ablate_heads
 from .words import digit_sources
 
 __all__ = ["teacher_forced", "correct_rows", "teacher_forced_exact_match", "digit_peak_rate", "char_kinds",
-           "zero_peak_kinds", "mass_on", "evenness", "previous_token_rate", "ablation_accuracies"]
+           "zero_peak_kinds", "mass_on", "mass_chance", "digit_peak_breakdown", "PLACE_NAMES", "head_means", "evenness",
+           "previous_token_rate", "ablation_accuracies"]
 
 KINDS = ("digit", "unit", "万", "零")
 
@@ -98,34 +99,124 @@ def zero_peak_kinds(cross: torch.Tensor, batch: Batch) -> dict:
     return {k: v / max(total, 1) for k, v in counts.items()}
 
 
-def mass_on(weights: torch.Tensor, batch: Batch, char: str, rows: str = "all") -> torch.Tensor:
+def mass_on(weights: torch.Tensor, batch: Batch, char: str, kind: str, rows: str = "all") -> torch.Tensor:
     """(h,): mean attention weight on the character ``char``, over the numbers that contain it.
 
     Args:
-        weights: (B, h, L, S) encoder (L = S) or cross (L = T) weights.
+        weights: (B, h, L, S) weights of one layer: ``kind="encoder"`` (L = S, the rows are the
+            characters) or ``kind="cross"`` (L = T, the rows are the steps that write digits and <eos>).
         rows: ``"all"`` averages over every real query row; ``"first"`` uses row 0 only.
     """
+    if kind not in ("encoder", "cross"):
+        raise ValueError(f"kind must be 'encoder' or 'cross', got {kind!r}")
+    if rows not in ("all", "first"):
+        raise ValueError(f"rows must be 'all' or 'first', got {rows!r}")
     total, count = torch.zeros(weights.shape[1]), 0
-    cross = weights.shape[2] != weights.shape[3] or weights.shape[2] == batch.tgt_in.shape[1]
     for b, word in enumerate(batch.words):
         if char not in word:
             continue
         j = word.index(char)
-        L = (len(str(batch.numbers[b])) + 1) if cross else len(word)
+        L = (len(str(batch.numbers[b])) + 1) if kind == "cross" else len(word)
         L = 1 if rows == "first" else L
         total += weights[b, :, :L, j].mean(dim=1)
         count += 1
     return total / max(count, 1)
 
 
+def mass_chance(batch: Batch, char: str, kind: str, rows: str = "all") -> float:
+    """The :func:`mass_on` of a head that spreads its weight evenly over the real characters: mean 1 / S."""
+    inverse = [1 / len(w) for w in batch.words if char in w]
+    return sum(inverse) / max(len(inverse), 1)
+
+
+PLACE_NAMES = ("个", "十", "百", "千", "万", "十万", "百万", "千万")
+
+
+def digit_peak_breakdown(cross: torch.Tensor, batch: Batch) -> dict:
+    """The alignment statistic of :func:`digit_peak_rate`, by context, with its chance baseline.
+
+    For each context, ``{"count": n, "hit": (h,) fraction whose peak is the naming character,
+    "weight": (h,) mean weight on it, "chance": mean 1 / S (a head that looks anywhere)}``. Contexts:
+    ``"all"``, each place (``"个"`` ... ``"千万"``), ``"after 万"`` (the naming character follows 万)
+    and ``"after 零"`` (it follows 零). Only numbers written as their standard reading (``digit_sources``).
+    """
+    stats: dict = {}
+
+    def add(ctx, b, t, src, S):
+        entry = stats.setdefault(ctx, {"count": 0, "hit": torch.zeros(cross.shape[1]),
+                                       "weight": torch.zeros(cross.shape[1]), "chance": 0.0})
+        row = cross[b, :, t, :S]  # (h, S)
+        entry["count"] += 1
+        entry["hit"] += (row.argmax(-1) == src).float()
+        entry["weight"] += row[:, src].float()
+        entry["chance"] += 1 / S
+
+    for b, n in enumerate(batch.numbers):
+        word, digits = batch.words[b], str(n)
+        S = len(word)
+        for t, src in enumerate(digit_sources(n)):
+            if src is None:
+                continue
+            add("all", b, t, src, S)
+            add(PLACE_NAMES[len(digits) - 1 - t], b, t, src, S)
+            if src > 0 and word[src - 1] in "万零":
+                add(f"after {word[src - 1]}", b, t, src, S)
+    for entry in stats.values():
+        entry["hit"] /= entry["count"]
+        entry["weight"] /= entry["count"]
+        entry["chance"] /= entry["count"]
+    return stats
+
+
 @torch.no_grad()
-def ablation_accuracies(model: NumeralTransformer, numbers, heads=None) -> dict:
-    """``{(block, layer, head): exact match with that head zeroed}`` (teacher-forced, see module doc)."""
+def head_means(model: NumeralTransformer, numbers) -> dict:
+    """``{(block, layer, head): (mean (d_k,), per-position mean (P, d_k))}`` of every head's output.
+
+    The output of a head is its d_k columns of the Concat that ``W_o`` receives (teacher forcing);
+    the means run over the real (non-padding) query positions of ``numbers``. These are the values
+    mean-ablation puts in place of a head (:func:`mha.numerals.ablate_heads` with ``mode="mean"``).
+    """
+    batch = make_batch(numbers)
+    src_real = batch.src_mask[:, 0, 0, :]  # (B, S)
+    tgt_real = batch.tgt_out != PAD  # (B, T)
+    captured, handles = {}, []
+    for block in BLOCKS:
+        layers = model.cfg.n_encoder_layers if block == "encoder" else model.cfg.n_decoder_layers
+        for layer in range(layers):
+            attn = model.attention(block, layer)
+            handles.append(attn.W_o.register_forward_pre_hook(
+                lambda module, inputs, key=(block, layer): captured.__setitem__(key, inputs[0].detach())))
+    try:
+        model(batch.src, batch.src_mask, batch.tgt_in)
+    finally:
+        for handle in handles:
+            handle.remove()
+    out = {}
+    for (block, layer), concat in captured.items():  # (B, L, d_model)
+        real = (src_real if block == "encoder" else tgt_real).to(concat.dtype)[..., None]  # (B, L, 1)
+        attn = model.attention(block, layer)
+        for head in range(attn.n_heads):
+            part = concat[..., head * attn.d_k: (head + 1) * attn.d_k]  # (B, L, d_k)
+            per_position = (part * real).sum(0) / real.sum(0).clamp_min(1)  # (L, d_k)
+            mean = (part * real).sum((0, 1)) / real.sum()  # (d_k,)
+            out[(block, layer, head)] = (mean, per_position)
+    return out
+
+
+@torch.no_grad()
+def ablation_accuracies(model: NumeralTransformer, numbers, heads=None, mode: str = "zero", means=None) -> dict:
+    """``{(block, layer, head): exact match with that head ablated}`` (teacher-forced, see module doc).
+
+    ``mode``: ``"zero"``, ``"mean"`` or ``"position_mean"`` (:func:`mha.numerals.ablate_heads`); the mean
+    modes use ``means`` (default: :func:`head_means` of ``numbers`` themselves).
+    """
     heads = model.heads() if heads is None else heads
+    if mode != "zero" and means is None:
+        means = head_means(model, numbers)
     batch = make_batch(numbers)  # padded once, reused for every head
     out = {}
     for key in heads:
-        with ablate_heads(model, key):
+        with ablate_heads(model, key, means=means, mode=mode):
             out[key] = teacher_forced_exact_match(model, batch)
     return out
 

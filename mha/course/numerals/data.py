@@ -3,7 +3,7 @@
 Shape legend: B batch, S source length (Chinese characters), T target length
 (digits plus one BOS or EOS).
 
-Source: the characters of the Chinese numeral, ids from :data:`SRC_TOKENS`,
+Source: the characters of the Chinese numeral (any writing :func:`mha.numerals.read` accepts), ids from :data:`SRC_TOKENS`,
 padded on the right with ``<pad>`` (id 0) to the longest numeral of the batch.
 Target: the Arabic digits. The decoder reads ``<bos> d1 d2 ...`` and must
 predict ``d1 d2 ... <eos>`` (the same sequence shifted by one), also padded
@@ -22,13 +22,15 @@ from dataclasses import dataclass
 import torch
 
 from mha.masks import padding_mask
+from .styles import sample_style, write
 from .words import ALPHABET, MAX_NUMBER, to_chinese
 
 __all__ = ["SRC_TOKENS", "TGT_TOKENS", "PAD", "BOS", "EOS", "SRC_ID", "TGT_ID", "MAX_SOURCE_LEN", "MAX_TARGET_LEN",
            "LENGTH_WEIGHTS", "Batch", "encode_source", "encode_target", "decode_target", "make_batch",
-           "is_held_out", "sample_number", "training_numbers", "held_out_numbers"]
+           "is_held_out", "sample_number", "sample_hard_number", "training_numbers", "training_batch", "held_out_numbers",
+           "HARD_SHARE"]
 
-SRC_TOKENS = ("<pad>",) + tuple(ALPHABET)  # 16 tokens: <pad>, 零, 一, 二, 两, ..., 万
+SRC_TOKENS = ("<pad>",) + tuple(ALPHABET)  # 29 tokens: <pad>, 零, 一, 二, 两, ..., 万 (ids 0-15 as before), 壹 ... 萬
 TGT_TOKENS = ("<pad>", "<bos>", "<eos>") + tuple("0123456789")  # 13 tokens
 PAD, BOS, EOS = 0, 1, 2  # <pad> is id 0 on both sides
 SRC_ID = {tok: i for i, tok in enumerate(SRC_TOKENS)}
@@ -37,6 +39,7 @@ MAX_SOURCE_LEN = 15  # 九千七百九十七万九千七百九十七
 MAX_TARGET_LEN = 9  # 8 digits + <bos> (decoder input) or + <eos> (decoder output)
 LENGTH_WEIGHTS = (1, 1, 2, 3, 4, 5, 6, 8)  # relative frequency of 1, 2, ..., 8 digit numbers in a batch
 ZERO_RATES = (0.1, 0.5)  # per number: chance that each digit after the first is 0 (0.1 = uniform digits)
+HARD_SHARE = 0.4  # share of training numbers drawn by sample_hard_number
 _HOLD_OUT_BUCKETS = 10  # 1 bucket in 10 is held out
 
 
@@ -109,10 +112,12 @@ def decode_target(ids: torch.Tensor) -> list[str]:
     return out
 
 
-def make_batch(numbers) -> Batch:
-    """The :class:`Batch` of a list of numbers."""
+def make_batch(numbers, words=None) -> Batch:
+    """The :class:`Batch` of a list of numbers, written as ``words`` (default: their standard readings)."""
     numbers = tuple(_validate_number(n) for n in numbers)
-    words = tuple(to_chinese(n) for n in numbers)
+    words = tuple(to_chinese(n) for n in numbers) if words is None else tuple(words)
+    if len(words) != len(numbers):
+        raise ValueError(f"need one writing per number: {len(numbers)} numbers, {len(words)} writings")
     src, src_mask = encode_source(words)
     tgt_in, tgt_out = encode_target(numbers)
     return Batch(numbers, words, src, src_mask, tgt_in, tgt_out)
@@ -158,14 +163,55 @@ def sample_number(rng: random.Random) -> int:
     return n
 
 
+def _digits(first: int, rest) -> int:
+    n = first
+    for d in rest:
+        n = 10 * n + d
+    return n
+
+
+def sample_hard_number(rng: random.Random) -> int:
+    """One number of a kind the uniform sampler rarely draws and the model easily gets wrong.
+
+    Equally often: a leading 十 (10-19 and 十X万: 100000-199999), one or two zeros in a long number,
+    a zero that bridges 万 (X万零Y: the units group is 1-999), a run of a repeated digit, a round
+    number (two non-zero digits, then zeros).
+    """
+    kind = rng.randrange(6)
+    length = rng.randrange(5, 9)
+    digits = [rng.randrange(1, 10) for _ in range(length - 1)]
+    if kind == 0:  # leading 十: 十X万... or 十X
+        return _digits(1, [rng.randrange(10) if rng.random() < 0.7 else 0 for _ in range(5 if rng.random() < 0.8 else 1)])
+    if kind in (1, 2):  # one or two zeros anywhere after the first digit
+        for k in rng.sample(range(len(digits)), min(kind, len(digits))):
+            digits[k] = 0
+    elif kind == 3:  # zero bridging 万: a non-empty 万 group, then 1 ... 999
+        return rng.randrange(1, 10 ** rng.randrange(1, 5)) * 10000 + rng.randrange(1, 10 ** rng.randrange(1, 4))
+    elif kind == 4:  # a run of one digit (2-5 long) somewhere
+        run, d = rng.randrange(2, min(5, len(digits)) + 1), rng.randrange(10)
+        start = rng.randrange(len(digits) - run + 1)
+        digits[start: start + run] = [d] * run
+    else:  # round: two non-zero digits, then zeros
+        digits = [rng.randrange(1, 10)] + [0] * (length - 2)
+    return _digits(rng.randrange(1, 10), digits)
+
+
 def training_numbers(rng: random.Random, count: int) -> list[int]:
-    """``count`` numbers from :func:`sample_number`, none of them held out (repeats allowed)."""
+    """``count`` numbers, none of them held out (repeats allowed): :func:`sample_number`, and with
+    probability :data:`HARD_SHARE` :func:`sample_hard_number`."""
     out = []
     while len(out) < count:
-        n = sample_number(rng)
+        n = sample_hard_number(rng) if rng.random() < HARD_SHARE else sample_number(rng)
         if not is_held_out(n):
             out.append(n)
     return out
+
+
+def training_batch(rng: random.Random, count: int) -> Batch:
+    """A training :class:`Batch`: :func:`training_numbers`, each written in a style drawn by
+    :func:`mha.numerals.styles.sample_style` (standard, 二, 两百, 一十, short form, 大写)."""
+    numbers = training_numbers(rng, count)
+    return make_batch(numbers, [write(n, sample_style(rng), rng) for n in numbers])
 
 
 def held_out_numbers(count: int = 2000, seed: int = 2026) -> list[int]:

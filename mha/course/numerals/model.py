@@ -28,7 +28,7 @@ from mha.validate import exporting
 from .data import BOS, EOS, MAX_SOURCE_LEN, MAX_TARGET_LEN, PAD, SRC_TOKENS, TGT_TOKENS, decode_target, encode_source
 
 __all__ = ["NumeralConfig", "NumeralTransformer", "FeedForward", "EncoderLayer", "DecoderLayer", "BLOCKS",
-           "ablate_heads"]
+           "ablate_heads", "ABLATIONS"]
 
 BLOCKS = ("encoder", "decoder", "cross")  # the three kinds of attention, as named in maps and ablations
 
@@ -314,18 +314,49 @@ def _zero_head_hook(head: int, d_k: int):
     return hook
 
 
+def _replace_head_hook(head: int, d_k: int, value: torch.Tensor):
+    """A forward pre-hook for ``W_o``: head ``head``'s d_k columns of the Concat become ``value``.
+
+    ``value``: (d_k,) the same for every position (mean-ablation), or (P, d_k) one row per query
+    position (per-position mean-ablation; positions past P take the last row).
+    """
+
+    def hook(module, inputs):
+        (concat,) = inputs
+        L = concat.shape[1]
+        v = value.to(concat.dtype)
+        if v.dim() == 2:
+            v = v[torch.arange(L).clamp_max(v.shape[0] - 1)]  # (L, d_k)
+        out = concat.clone()  # (B, L, d_model): the input is not changed
+        out[..., head * d_k: (head + 1) * d_k] = v
+        return (out,)
+
+    return hook
+
+
+ABLATIONS = ("zero", "mean", "position_mean")
+
+
 @contextlib.contextmanager
-def ablate_heads(model: NumeralTransformer, heads):
-    """Inside the block, the given heads contribute nothing: their part of the Concat is zero before W^O.
+def ablate_heads(model: NumeralTransformer, heads, means: dict | None = None, mode: str = "zero"):
+    """Inside the block, the given heads are ablated: their part of the Concat before W^O is replaced.
 
     Args:
         heads: ``(block, layer, head)`` triples (see :meth:`NumeralTransformer.heads`), or one triple.
+        mode: ``"zero"`` (the head contributes nothing), ``"mean"`` (its output is replaced by its
+            average over real positions of other numbers) or ``"position_mean"`` (by its average at
+            the same query position); the two mean modes need ``means`` from
+            :func:`mha.numerals.analysis.head_means`. Mean modes assume teacher forcing (positions from 0).
 
     Example::
 
         with ablate_heads(model, ("cross", 1, 2)):
             accuracy = exact_match(model, numbers)
     """
+    if mode not in ABLATIONS:
+        raise ValueError(f"mode must be one of {ABLATIONS}, got {mode!r}")
+    if mode != "zero" and means is None:
+        raise ValueError(f"mode={mode!r} needs means=head_means(model, numbers)")
     if isinstance(heads, tuple) and len(heads) == 3 and isinstance(heads[0], str):
         heads = [heads]
     handles = []
@@ -334,7 +365,12 @@ def ablate_heads(model: NumeralTransformer, heads):
             attn = model.attention(block, layer)
             if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < attn.n_heads:
                 raise ValueError(f"head must be an int in [0, {attn.n_heads - 1}], got {head!r}")
-            handles.append(attn.W_o.register_forward_pre_hook(_zero_head_hook(head, attn.d_k)))
+            if mode == "zero":
+                hook = _zero_head_hook(head, attn.d_k)
+            else:
+                mean, per_position = means[(block, layer, head)]
+                hook = _replace_head_hook(head, attn.d_k, mean if mode == "mean" else per_position)
+            handles.append(attn.W_o.register_forward_pre_hook(hook))
         yield model
     finally:
         for handle in handles:

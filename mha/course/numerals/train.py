@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..training import deterministic
-from .data import PAD, make_batch, training_numbers
+from .data import PAD, training_batch
 from .model import NumeralConfig, NumeralTransformer
 
 __all__ = ["TrainConfig", "History", "train", "lr_at"]
@@ -29,7 +29,7 @@ __all__ = ["TrainConfig", "History", "train", "lr_at"]
 class TrainConfig:
     """The optimisation settings (the shipped models use the defaults)."""
 
-    steps: int = 2000
+    steps: int = 2500
     batch_size: int = 64
     lr: float = 5e-3  # peak learning rate, reached at the end of the warm-up
     warmup: int = 100  # steps of linear warm-up from 0
@@ -131,7 +131,7 @@ def train(model_cfg: NumeralConfig | None = None, train_cfg: TrainConfig | None 
             lr = lr_at(step, train_cfg)
             for group in opt.param_groups:
                 group["lr"] = lr
-            batch = make_batch(training_numbers(rng, train_cfg.batch_size))
+            batch = training_batch(rng, train_cfg.batch_size)
             logits = model(batch.src, batch.src_mask, batch.tgt_in)  # (B, T, V_tgt)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1), ignore_index=PAD)
             opt.zero_grad(set_to_none=True)

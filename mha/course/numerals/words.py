@@ -20,20 +20,22 @@ The reading rules (the ones taught in Chinese primary school, made exact):
    exactly 2 (``20000 -> 两万``); everywhere else 2 is 二 (``二十``, ``十二``,
    ``二百``, ``二十二万``).
 
-Every number has exactly one reading, and :func:`parse` accepts exactly these
-readings: it refuses a string that names a number in any other way (``二千``,
-``一十二``, ``三万五百``) and says how this course writes it. Spoken short forms
-(``一百一`` for 110, ``三千五`` for 3500) are recognised as such and refused with the
-full reading (``一百一十``).
+Every number has exactly one reading under these rules. :func:`parse` reads
+every common writing (``二千``, ``一十二``, ``一百一``, ``贰仟``: see
+:mod:`mha.numerals.reader`); ``parse(text, strict=True)`` accepts exactly the
+rules' readings and refuses any other, saying how this course writes it
+(spoken short forms such as ``一百一`` for 110 are named as such).
 """
 from __future__ import annotations
 
-__all__ = ["MAX_NUMBER", "DIGITS", "UNITS", "ALPHABET", "to_chinese", "digit_sources", "parse", "NumeralError"]
+__all__ = ["MAX_NUMBER", "DIGITS", "UNITS", "ALPHABET", "STANDARD_ALPHABET", "to_chinese", "digit_sources", "parse",
+           "NumeralError"]
 
 MAX_NUMBER = 99_999_999
 DIGITS = "零一二三四五六七八九"
 UNITS = "十百千万"
-ALPHABET = "零一二两三四五六七八九十百千万"  # every character a numeral may contain, in vocabulary order
+STANDARD_ALPHABET = "零一二两三四五六七八九十百千万"  # every character of a standard reading, in vocabulary order
+ALPHABET = STANDARD_ALPHABET + "壹贰叁肆伍陆柒捌玖拾佰仟萬"  # ... and of every writing :func:`parse` accepts
 
 _GROUP_UNITS = ("千", "百", "十", "")  # place names of the four digits of a group, high to low
 _VALUE = {c: i for i, c in enumerate(DIGITS)} | {"两": 2}
@@ -175,11 +177,30 @@ def _group_value(text: str, whole: str) -> int:
     return total
 
 
-def parse(text: str) -> int:
-    """Read a Chinese numeral written under the module's rules; the inverse of :func:`to_chinese`.
+def check_characters(text, alphabet: str) -> None:
+    """Refuse a non-str (TypeError), an empty string or one with a character outside ``alphabet`` (NumeralError)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text:
+        raise NumeralError("empty input: expected a Chinese numeral such as 两千零二十六")
+    unknown = [(i, ch) for i, ch in enumerate(text) if ch not in alphabet]
+    if unknown:
+        listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
+        raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
+                           f"allowed: {alphabet}")
+
+
+def parse(text: str, strict: bool = False) -> int:
+    """The number a Chinese numeral names: any common writing, or (``strict=True``) the standard reading only.
+
+    Without ``strict`` this is ``mha.numerals.reader.read(text).number``: 二千, 一十二, 一百一,
+    贰仟零贰拾陆 are all read (see :mod:`mha.numerals.reader`, whose :class:`~mha.numerals.reader.Reading`
+    also says how the course writes the number). With ``strict=True`` only the module's rules are accepted,
+    the inverse of :func:`to_chinese`.
 
     Raises:
         NumeralError: for an empty string, a character outside :data:`ALPHABET`
+            (:data:`STANDARD_ALPHABET` when strict)
             (named, with its position), or a string that does not follow the
             rules; when the string names a number in a non-standard way the
             message gives the standard reading (``二千`` -> ``两千``).
@@ -188,15 +209,13 @@ def parse(text: str) -> int:
         >>> parse("三万零五百")
         30500
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if not text:
-        raise NumeralError("empty input: expected a Chinese numeral such as 两千零二十六")
-    unknown = [(i, ch) for i, ch in enumerate(text) if ch not in ALPHABET]
-    if unknown:
-        listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
-        raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
-                           f"allowed: {ALPHABET}")
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    if not strict:
+        from .reader import read
+
+        return read(text).number
+    check_characters(text, STANDARD_ALPHABET)
     spoken = _spoken_short_form(text)
     if spoken is not None:
         raise NumeralError(f"{text!r} is the spoken short form of {spoken} (its last digit counts in the next place "

@@ -11,7 +11,7 @@ from ._style import CMAP, to_numpy
 from .cjk import cjk_font
 
 __all__ = ["plot_block_heads", "plot_head_panels", "plot_loss", "plot_head_table", "row_label", "head_label",
-           "step_label", "BLOCK_TITLES", "CHINESE_TEXT"]
+           "step_label", "BLOCK_TITLES", "CHINESE_TEXT", "PHONE_WIDTH_IN", "TICK_PT", "smallest_text_css_px"]
 
 BLOCK_TITLES = {"encoder": "编码器自注意力", "decoder": "解码器带掩码的自注意力", "cross": "交叉注意力"}
 _SHORT = {"encoder": "编码器", "decoder": "解码器自注意力", "cross": "交叉注意力"}
@@ -35,23 +35,31 @@ def step_label(step: int) -> str:
     return _AXIS["at_step"].format(step)
 
 
-def _labels(ax, rows, cols, size=9):
+PHONE_WIDTH_IN = 4.0  # every heat-map figure is this wide: on a 358 CSS px phone column 1 pt of text is ~1.24 px
+TICK_PT, TITLE_PT = 8.0, 9.0  # ~9.9 and ~11 CSS px on the phone column (the rule: smallest text >= 9 CSS px)
+
+
+def _labels(ax, rows, cols, size=TICK_PT):
     font = cjk_font(size)
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels(cols, fontproperties=font)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows, fontproperties=font)
+    ax.tick_params(length=2, pad=1)
 
 
 def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None = None, suptitle: str | None = None,
                      annotate: bool = False):
-    """Draw several (L, S) attention maps side by side with token labels.
+    """Draw several (L, S) attention maps, at most two side by side, with token labels.
+
+    The figure is :data:`PHONE_WIDTH_IN` wide whatever the number of panels, so its smallest text
+    (tick labels, :data:`TICK_PT`) stays above 9 CSS px when a phone shrinks it to a 358 px column.
 
     Args:
         panels: a list of (L, S) weight matrices (tensors or arrays), values in [0, 1].
         row_labels: L query labels; col_labels: S key labels (Chinese characters are fine).
         titles: one title per panel.
-        ncols: panels per row (default: all in one row).
+        ncols: panels per row (default: 2, or 1 for a single panel; at most 2).
 
     Returns:
         The matplotlib ``Figure``.
@@ -64,11 +72,13 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
     L, S = mats[0].shape
     if len(row_labels) != L or len(col_labels) != S:
         raise ValueError(f"labels must match the (L, S) = {(L, S)} maps, got {len(row_labels)} and {len(col_labels)}")
-    ncols = len(mats) if ncols is None else ncols
+    ncols = min(2, len(mats)) if ncols is None else ncols
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or not 1 <= ncols <= 2:
+        raise ValueError(f"ncols must be 1 or 2 (phone-readable figures), got {ncols!r}")
     nrows = -(-len(mats) // ncols)
-    cell = 0.32
-    fig, axes = plt.subplots(nrows, ncols, squeeze=False,
-                             figsize=(ncols * (cell * S + 1.1) + 0.6, nrows * (cell * L + 1.0) + 0.5))
+    cell = (PHONE_WIDTH_IN - 0.5 - 0.45 * ncols) / (ncols * S)  # inches per heat-map cell
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, gridspec_kw={"wspace": 0.6, "hspace": 0.45},
+                             figsize=(PHONE_WIDTH_IN, nrows * (cell * L + 0.75) + (0.35 if suptitle else 0.1)))
     for k, ax in enumerate(axes.flat):
         if k >= len(mats):
             ax.axis("off")
@@ -76,24 +86,26 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
         m = mats[k]
         im = ax.imshow(m, cmap=CMAP, vmin=0.0, vmax=1.0)
         _labels(ax, row_labels, col_labels)
-        ax.set_title(titles[k], fontproperties=cjk_font(10))
+        ax.set_title(titles[k], fontproperties=cjk_font(TITLE_PT), pad=3)
         if annotate:
             for i in range(m.shape[0]):
                 for j in range(m.shape[1]):
-                    ax.text(j, i, f"{m[i, j]:.1f}", ha="center", va="center", fontsize=6,
+                    ax.text(j, i, f"{m[i, j]:.1f}", ha="center", va="center", fontsize=TICK_PT,
                             color="black" if m[i, j] > 0.5 else "white")
-    fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.02, pad=0.02)
+    bar = fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
+    bar.ax.tick_params(labelsize=TICK_PT)
     if suptitle:
-        fig.suptitle(suptitle, fontproperties=cjk_font(13))
+        fig.suptitle(suptitle, fontproperties=cjk_font(TITLE_PT + 1))
     return fig
 
 
-def plot_block_heads(maps, block: str, row_labels, col_labels):
-    """Every layer (rows) and head (columns) of one attention kind for one example.
+def plot_block_heads(maps, block: str, row_labels, col_labels, layer: int | None = None):
+    """The heads of one attention kind for one example: one layer per figure (2 x 2 heads), or every layer.
 
     Args:
         maps: a list with one (h, L, S) weight tensor per layer (one sequence, e.g. ``w[0]``).
         block: ``"encoder"``, ``"decoder"`` or ``"cross"`` (names the figure).
+        layer: draw only this layer (0-based); None draws every layer (h panels per layer).
 
     Returns:
         The matplotlib ``Figure``.
@@ -103,22 +115,26 @@ def plot_block_heads(maps, block: str, row_labels, col_labels):
     mats = [to_numpy(m) for m in maps]
     if not mats or any(m.ndim != 3 for m in mats):
         raise ValueError("maps must be a list of (h, L, S) weights, one per layer (one sequence, no batch axis)")
+    layers = range(len(mats)) if layer is None else [layer]
+    if layer is not None and not (isinstance(layer, int) and 0 <= layer < len(mats)):
+        raise ValueError(f"layer must be an int in [0, {len(mats) - 1}], got {layer!r}")
     h = mats[0].shape[0]
-    panels = [m[i] for m in mats for i in range(h)]
-    titles = [_AXIS["layer"].format(l + 1) + "  " + head_label(i) for l in range(len(mats)) for i in range(h)]
-    return plot_head_panels(panels, row_labels, col_labels, titles, ncols=h, suptitle=BLOCK_TITLES[block])
+    panels = [mats[l][i] for l in layers for i in range(h)]
+    titles = [_AXIS["layer"].format(l + 1) + " " + head_label(i) for l in layers for i in range(h)]
+    return plot_head_panels(panels, row_labels, col_labels, titles, suptitle=BLOCK_TITLES[block])
 
 
 def plot_loss(values, window: int, ax=None):
     """The training loss, one point per ``window`` steps, on a log scale; returns the ``Axes``."""
     values = [float(v) for v in values]
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 3.8))
+        _, ax = plt.subplots(figsize=(PHONE_WIDTH_IN, 2.6))
     steps = [window * (i + 1) for i in range(len(values))]
     ax.plot(steps, values, color="#1f77b4")
     ax.set_yscale("log")
-    ax.set_xlabel(_AXIS["step"], fontproperties=cjk_font(10))
-    ax.set_ylabel(_AXIS["loss"].format(window), fontproperties=cjk_font(10))
+    ax.set_xlabel(_AXIS["step"], fontproperties=cjk_font(TITLE_PT))
+    ax.set_ylabel(_AXIS["loss"].format(window), fontproperties=cjk_font(TITLE_PT))
+    ax.tick_params(labelsize=TICK_PT)
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -133,14 +149,26 @@ def plot_head_table(table, row_labels, col_labels, title: str | None = None, fmt
     if m.ndim != 2 or m.shape != (len(row_labels), len(col_labels)):
         raise ValueError(f"table must be 2-D with shape ({len(row_labels)}, {len(col_labels)}), got {m.shape}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.0 * m.shape[1] + 3.2, 0.5 * m.shape[0] + 1.2))
+        _, ax = plt.subplots(figsize=(PHONE_WIDTH_IN, 0.42 * m.shape[0] + 1.0))
     hi = float(m.max()) if vmax is None else vmax
     im = ax.imshow(m, cmap="Reds", vmin=0.0, vmax=max(hi, 1e-9))
-    _labels(ax, row_labels, col_labels, size=10)
+    _labels(ax, row_labels, col_labels)
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
-            ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=9,
+            ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=TICK_PT,
                     color="white" if m[i, j] > 0.6 * hi else "black")
-    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    ax.set_title(_AXIS["drop"] if title is None else title, fontproperties=cjk_font(11))
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=TICK_PT)
+    ax.set_title(_AXIS["drop"] if title is None else title, fontproperties=cjk_font(TITLE_PT))
     return ax
+
+
+def smallest_text_css_px(fig, column_px: float = 358.0, dpi: float = 100.0) -> float:
+    """The smallest text of ``fig`` in CSS px when the page shows it ``column_px`` wide (never enlarged).
+
+    A figure saved at ``dpi`` is ``width_in * dpi`` px; a narrower column scales it down by
+    ``column_px / (width_in * dpi)``. One point is ``dpi / 72`` px before that scaling.
+    """
+    width_in = fig.get_size_inches()[0]
+    scale = min(1.0, column_px / (width_in * dpi))
+    sizes = [t.get_fontsize() for t in fig.findobj(plt.Text) if t.get_text().strip() and t.get_visible()]
+    return min(sizes) * dpi / 72 * scale
