@@ -49,6 +49,10 @@ ANSWERED = f"""t => {{ const r = document.querySelector('{ROOT_SEL}'), a = r.que
   return a.dataset.input === t && ['done', 'invalid'].includes(r.dataset.state); }}"""
 MAPS = f"() => [...document.querySelectorAll('{ROOT_SEL} .mha-np-map')].map(f => f.getAttribute('aria-label') + '|' + f.querySelector('svg').innerHTML).join('\\n')"
 NUMBERS = [0, 7, 12, 20, 110, 2026, 30500, 10001000, 20000, 99990000, 60708090, 97979797, 1001, 12000, 3456789]
+# Every writing style the reader accepts (chapter 13): 两/二 before 百千万, 一十, spoken short forms, 大写, 萬.
+WRITINGS = {"两千零二十六": 2026, "二千零二十六": 2026, "两百": 200, "二万三千": 23000, "一十二": 12,
+            "一万零一十": 10010, "一百一": 110, "三万五": 35000, "两千五": 2500, "贰仟零贰拾陆": 2026,
+            "壹萬": 10000, "玖仟玖佰玖拾玖萬": 99990000}
 RUNTIME = ("onnxruntime-web/", "numerals/")  # what must not load before the reader starts
 
 
@@ -104,7 +108,7 @@ def playground(sync_playwright, server):
                                timeout=60_000)
         out["after"] = list(loaded)
 
-        words = [to_chinese(n) for n in NUMBERS]
+        words = [to_chinese(n) for n in NUMBERS] + list(WRITINGS)
         out["answers"], out["results"], out["maps"] = {}, {}, {}
         for w in words:
             out["answers"][w] = typed(page, w)
@@ -172,6 +176,11 @@ def test_the_live_region_gives_the_clis_answers(playground):
     cli = _cli(words)
     got = {w: a.split("→")[-1].strip() for w, a in playground["answers"].items()}
     assert got == dict(zip(words, cli))
+
+
+def test_every_writing_style_is_read_right(playground):
+    got = {w: playground["answers"][w].split("→")[-1].strip() for w in WRITINGS}
+    assert got == {w: str(n) for w, n in WRITINGS.items()}
 
 
 def test_the_pages_logits_and_weights_are_pytorchs(playground):
