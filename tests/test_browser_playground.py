@@ -52,7 +52,7 @@ NUMBERS = [0, 7, 12, 20, 110, 2026, 30500, 10001000, 20000, 99990000, 60708090, 
 # Every writing style the reader accepts (chapter 13): 两/二 before 百千万, 一十, spoken short forms, 大写, 萬.
 WRITINGS = {"两千零二十六": 2026, "二千零二十六": 2026, "两百": 200, "二万三千": 23000, "一十二": 12,
             "一万零一十": 10010, "一百一": 110, "三万五": 35000, "两千五": 2500, "贰仟零贰拾陆": 2026,
-            "壹萬": 10000, "玖仟玖佰玖拾玖萬": 99990000}
+            "壹萬": 10000, "玖仟玖佰玖拾玖萬零玖": 99990009}
 RUNTIME = ("onnxruntime-web/", "numerals/")  # what must not load before the reader starts
 
 
