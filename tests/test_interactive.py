@@ -95,7 +95,7 @@ def test_head_states_match_head_weights(figures):
         mean = fig.state(sentence=sentence, head=mi.heads.MEAN)["w"]
         assert close(mean, weights.mean(dim=0).flatten().tolist())
         assert len(set(row["labels"])) == len(tokens), "axis labels must be distinct"
-    pad = fig.state(sentence="You are welcome PAD", head="head 1")
+    pad = fig.state(sentence="You are welcome PAD", head="头 1")
     assert pad["w"][3::4] == [0.0, 0.0, 0.0, 0.0], "the PAD column is masked"
 
 
