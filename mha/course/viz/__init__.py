@@ -14,8 +14,9 @@ from .flow import plot_flow
 from .heatmap import plot_heatmap, plot_heads
 from .heads import plot_concat, plot_head_split
 from .masks import plot_mask
+from .matrices import plot_head_matrices
 
-__all__ = ["plot_attention_blocks", "plot_concat", "plot_flow", "plot_heatmap", "plot_heads", "plot_head_split", "plot_mask"]
+__all__ = ["plot_attention_blocks", "plot_concat", "plot_flow", "plot_heatmap", "plot_heads", "plot_head_matrices", "plot_head_split", "plot_mask"]
 
 # Chapter 13: the whole Transformer and the numeral model's attention maps, Chinese labels
 from .cjk import cjk_font  # noqa: E402

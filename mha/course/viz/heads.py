@@ -30,6 +30,17 @@ def split_layout(n_heads: int, n_tokens: int, transpose: bool = True):
             for i in range(n_heads)]
 
 
+def _sizes(n_heads, d_model, n_tokens, tokens):
+    """d_k and the token labels (t1 .. tL unless given), after checking them."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
+    d_k = d_model // n_heads
+    tokens = list(tokens) if tokens is not None else [f"t{i + 1}" for i in range(n_tokens)]
+    if len(tokens) != n_tokens:
+        raise ValueError(f"need {n_tokens} token labels, got {len(tokens)}")
+    return d_k, tokens
+
+
 def _matrix(ax, n_heads, n_tokens, tokens, d_k, y0):
     for r in range(n_tokens):
         for hd in range(n_heads):
@@ -62,12 +73,7 @@ def plot_head_split(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tok
     Returns:
         The matplotlib ``Figure``.
     """
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
-    d_k = d_model // n_heads
-    tokens = list(tokens) if tokens is not None else [f"t{i + 1}" for i in range(n_tokens)]
-    if len(tokens) != n_tokens:
-        raise ValueError(f"need {n_tokens} token labels, got {len(tokens)}")
+    d_k, tokens = _sizes(n_heads, d_model, n_tokens, tokens)
     x_step = 1.25
     width = max(n_heads, n_heads * x_step)
     parts = 3 if wrong else 2
@@ -97,12 +103,7 @@ def plot_concat(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tokens=
     Returns:
         The matplotlib ``Figure``.
     """
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
-    d_k = d_model // n_heads
-    tokens = list(tokens) if tokens is not None else [f"t{i + 1}" for i in range(n_tokens)]
-    if len(tokens) != n_tokens:
-        raise ValueError(f"need {n_tokens} token labels, got {len(tokens)}")
+    d_k, tokens = _sizes(n_heads, d_model, n_tokens, tokens)
     x_step = 1.25
     width = n_heads * x_step
     fig, ax = plt.subplots(figsize=(5.4, 0.8 + 2 * (0.36 * n_tokens + 0.9)))
