@@ -236,7 +236,7 @@ def test_shape_explorer_widget(capsys):
 
 def test_head_viewer_widget(capsys):
     ex = W.build_head_viewer()
-    assert list(ex.controls["head"].options) == [("head 1", 1), ("head 2", 2)]
+    assert list(ex.controls["head"].options) == [("头 1", 1), ("头 2", 2)]
     ex.controls["head"].value = 2
     assert ex.redraws == 2 and ex.last.data["head"] == 2
     assert ex.last.figure.axes[0].get_title() == "第 2 个头（共 2 个）"
