@@ -166,10 +166,10 @@ def heatmap(state, masked: bool = False, numbers: str = "true", rows: str = "lab
     cells = state.transform_flatten(fields).transform_window(i="row_number()").transform_calculate(
         q=f"floor((datum.i - 1) / datum.{ncols})", k=f"(datum.i - 1) % datum.{ncols}",
         query=f"datum.{rows}[datum.q]", key=f"datum.{cols}[datum.k]")
-    x = alt.X("key:N", title="Key", sort=alt.EncodingSortField("k", op="min"),
+    x = alt.X("key:N", title="key", sort=alt.EncodingSortField("k", op="min"),
               axis=alt.Axis(labelAngle=-45, labelLimit=80, orient="top"))
-    y = alt.Y("query:N", title="Query", sort=alt.EncodingSortField("q", op="min"), axis=alt.Axis(labelLimit=80))
-    tooltip = [alt.Tooltip("query:N", title="Query"), alt.Tooltip("key:N", title="Key"),
+    y = alt.Y("query:N", title="query", sort=alt.EncodingSortField("q", op="min"), axis=alt.Axis(labelLimit=80))
+    tooltip = [alt.Tooltip("query:N", title="query"), alt.Tooltip("key:N", title="key"),
                alt.Tooltip("w:Q", title="权重", format=".3f")]
     color = alt.Color("w:Q", title="权重", scale=alt.Scale(domain=[0, 1], scheme=WEIGHT_SCHEME),
                       legend=alt.Legend(orient="bottom", gradientLength=160))
