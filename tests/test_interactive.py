@@ -90,12 +90,12 @@ def test_head_states_match_head_weights(figures):
     for sentence in EXAMPLE_SENTENCES:
         tokens, weights = head_weights(sentence)  # (h, L, L)
         for i in range(weights.shape[0]):
-            row = fig.state(sentence=sentence, head=f"head {i + 1}")
+            row = fig.state(sentence=sentence, head=f"头 {i + 1}")
             assert close(row["w"], weights[i].flatten().tolist()) and row["n"] == len(tokens)
         mean = fig.state(sentence=sentence, head=mi.heads.MEAN)["w"]
         assert close(mean, weights.mean(dim=0).flatten().tolist())
         assert len(set(row["labels"])) == len(tokens), "axis labels must be distinct"
-    pad = fig.state(sentence="You are welcome PAD", head="head 1")
+    pad = fig.state(sentence="You are welcome PAD", head="头 1")
     assert pad["w"][3::4] == [0.0, 0.0, 0.0, 0.0], "the PAD column is masked"
 
 
@@ -259,12 +259,15 @@ def test_pinned_vega_scripts_are_the_versions_altair_targets():
 def _stored_specs(chapter: str) -> list:
     nb = json.loads((ROOT / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
     found = []
-    for cell in nb["cells"]:
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
         for out in cell.get("outputs", []):
             text = out.get("data", {}).get(mi.MIME_TYPE)
             if text is not None:
                 tags = cell["metadata"].get("tags", [])
-                found.append((json.loads("".join(text)), tags, "".join(cell["source"])))
+                # the figure's cell and the check cell after it (the asserts live there, hidden on the site)
+                after = "".join(cells[i + 1]["source"]) if i + 1 < len(cells) else ""
+                found.append((json.loads("".join(text)), tags, "".join(cell["source"]) + "\n" + after))
     return found
 
 

@@ -174,7 +174,7 @@ def heatmap(state, masked: bool = False, numbers: str = "true", rows: str = "lab
     color = alt.Color("w:Q", title="权重", scale=alt.Scale(domain=[0, 1], scheme=WEIGHT_SCHEME),
                       legend=alt.Legend(orient="bottom", gradientLength=160))
     if masked:
-        tooltip.append(alt.Tooltip("seen:N", title="mask"))
+        tooltip.append(alt.Tooltip("seen:N", title="掩码"))
         cells = cells.transform_calculate(seen="datum.m === '1' ? '可以看' : '被遮住'")
         color = alt.condition("datum.m === '0'", alt.value(MASKED_COLOR), color)
     rect = cells.mark_rect(stroke="#888", strokeWidth=0.5).encode(x=x, y=y, color=color, tooltip=tooltip)

@@ -22,7 +22,7 @@ def token_labels(tokens) -> list[str]:
 
 
 def _head_names(n_heads: int) -> list[str]:
-    return [f"head {i}" for i in range(1, n_heads + 1)] + [MEAN]
+    return [f"头 {i}" for i in range(1, n_heads + 1)] + [MEAN]
 
 
 def head_states(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: int = 2) -> list[dict]:

@@ -64,9 +64,9 @@ def scaling_figure(d_k: int = 64, scaled: bool = False, d_k_choices=D_K_CHOICES)
 
     bars = state.transform_flatten(["lo", "count"]).transform_calculate(
         hi="datum.lo + datum.width").mark_bar(color="#4c72b0").encode(
-        x=alt.X("lo:Q", title="score", axis=alt.Axis(tickCount=6)),
+        x=alt.X("lo:Q", title="分数", axis=alt.Axis(tickCount=6)),
         x2="hi:Q",
-        y=alt.Y("count:Q", title="count"), y2=alt.datum(0),
+        y=alt.Y("count:Q", title="个数"), y2=alt.datum(0),
         tooltip=[alt.Tooltip("lo:Q", title="从", format=".2f"), alt.Tooltip("hi:Q", title="到", format=".2f"),
                  alt.Tooltip("count:Q", title="个数")],
     )
@@ -75,9 +75,9 @@ def scaling_figure(d_k: int = 64, scaled: bool = False, d_k_choices=D_K_CHOICES)
 
     row = state.transform_flatten(["weight"], ["weight"]).transform_window(
         key="row_number()").transform_calculate(key="datum.key - 1").mark_bar(color="#dd8452").encode(
-        x=alt.X("key:O", title="key", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])),
-        tooltip=[alt.Tooltip("key:O", title="key"), alt.Tooltip("weight:Q", title="权重", format=".3f")],
+        x=alt.X("key:O", title="Key", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("weight:Q", title="注意力权重", scale=alt.Scale(domain=[0, 1])),
+        tooltip=[alt.Tooltip("key:O", title="Key"), alt.Tooltip("weight:Q", title="权重", format=".3f")],
     )
     row_caption = _caption(state, "row_caption")
     softmax = alt.layer(row, row_caption).properties(width=WIDTH, height=130)

@@ -115,7 +115,7 @@ def shape_figure(d_model_choices=D_MODEL_CHOICES, **settings) -> InteractiveFigu
                 axis=alt.Axis(tickCount=4, format="d")),
         x2="end:Q",
         color=alt.Color("head:N", legend=None, scale=alt.Scale(scheme="tableau20")),
-        tooltip=[alt.Tooltip("head:N", title="head"), alt.Tooltip("dims:N", title="维度"),
+        tooltip=[alt.Tooltip("head:N", title="头"), alt.Tooltip("dims:N", title="维度"),
                  alt.Tooltip("d_k:Q", title="d_k")],
     ).properties(width=300, height=28)
 

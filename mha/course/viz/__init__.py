@@ -1,21 +1,22 @@
 """Figures the chapters share, drawn with matplotlib.
 
-All text in figures is ASCII or mathtext (Q, K, V, W^O, d_k, token labels),
-so the default DejaVu Sans font renders every glyph on the website, locally
-and in Colab, where no CJK font is installed. The Chinese explanation lives
-in the surrounding prose and in each figure's caption/alt text.
-
-The exception is chapter 13 (:mod:`mha.viz.numerals`, :mod:`mha.viz.transformer`):
-its token labels are Chinese characters, drawn with the font subset that the
-package ships in ``mha/course/data/fonts`` (:func:`mha.viz.cjk.cjk_font`), so they
-render without a system CJK font.
+Figures speak Chinese: importing this package makes matplotlib fall back from
+DejaVu Sans to the font subset shipped in ``mha/course/data/fonts``
+(:func:`mha.viz.cjk.use_cjk_fallback`), so Chinese labels render on the website,
+locally and in Colab, where no CJK font is installed. Tensor names and formulas
+stay symbols (mathtext or Unicode such as Wᴼ). A text mixing Chinese and ``$...$``
+cannot render (mathtext has no fallback): write such labels in two texts or with
+Unicode symbols. Figures are sized for a 390 px phone: ``mha.viz._style.smallest_text_px``
+measures the smallest text in CSS px (tests/test_figure_text.py wants >= 9).
 """
+from .blocks import plot_attention_blocks
 from .flow import plot_flow
 from .heatmap import plot_heatmap, plot_heads
-from .heads import plot_head_split
+from .heads import plot_concat, plot_head_split
 from .masks import plot_mask
+from .matrices import plot_head_matrices
 
-__all__ = ["plot_flow", "plot_heatmap", "plot_heads", "plot_head_split", "plot_mask"]
+__all__ = ["plot_attention_blocks", "plot_concat", "plot_flow", "plot_heatmap", "plot_heads", "plot_head_matrices", "plot_head_split", "plot_mask"]
 
 # Chapter 13: the whole Transformer and the numeral model's attention maps, Chinese labels
 from .cjk import cjk_font  # noqa: E402

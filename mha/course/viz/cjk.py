@@ -17,7 +17,8 @@ import pathlib
 from matplotlib import font_manager
 from matplotlib.font_manager import FontProperties
 
-__all__ = ["FONT_FILE", "FAMILY", "cjk_font", "register_cjk_font", "required_characters", "use_cjk_fallback"]
+__all__ = ["CHAPTER_TEXT", "FONT_FILE", "FAMILY", "cjk_font", "register_cjk_font", "required_characters",
+           "source_characters", "use_cjk_fallback"]
 
 FONT_FILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "fonts" / "mha-cjk-subset.otf"
 FAMILY = "MHA Course CJK"  # renamed: a modified OFL font must not keep the original's name
@@ -37,17 +38,14 @@ def register_cjk_font() -> str:
 def use_cjk_fallback() -> None:
     """Let every matplotlib text fall back to the shipped subset for glyphs DejaVu Sans lacks.
 
-    matplotlib (>= 3.6) looks a missing glyph up in the next family of ``font.sans-serif``, so Latin
+    matplotlib (>= 3.6) looks a missing glyph up in the next family of ``font.family``, so Latin
     letters, digits and mathtext keep DejaVu Sans and Chinese labels come from the subset.
     """
     import matplotlib
 
     family = register_cjk_font()
-    fallback = [f for f in matplotlib.rcParams["font.sans-serif"] if f != family]
-    if "DejaVu Sans" in fallback:
-        fallback.remove("DejaVu Sans")
-    matplotlib.rcParams["font.family"] = ["sans-serif"]
-    matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans", family, *fallback]
+    # the fallback works across the families named in font.family (a generic "sans-serif" resolves to one)
+    matplotlib.rcParams["font.family"] = ["DejaVu Sans", family]
 
 
 def cjk_font(size: float | None = None, weight: str = "normal") -> FontProperties:
@@ -56,13 +54,31 @@ def cjk_font(size: float | None = None, weight: str = "normal") -> FontPropertie
     return FontProperties(fname=str(FONT_FILE), size=size, weight=weight)
 
 
+# Chinese characters that the chapters' own figure labels use (titles and axis labels written in a
+# notebook cell rather than in a viz module); tests/test_figure_text.py keeps it complete.
+CHAPTER_TEXT = "位置变化量维度输入输出第个头句权重平均分数方差个数前向反向准确率训练步数损失回看距离内存峰值时间序列长度毫秒字节原始缩放后键值查询上且些偶写即参合同哪型奇好式弦归征显样案模源特答融"
+
+
+def _is_cjk(c: str) -> bool:
+    return "\u3000" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef"
+
+
+def source_characters() -> set:
+    """The CJK characters written in the figure code (mha/course/viz and the widgets' static figures)."""
+    here = pathlib.Path(__file__).resolve().parent
+    chars = set()
+    for path in sorted(here.glob("*.py")) + sorted((here.parent / "widgets").glob("*.py")):
+        chars |= {c for c in path.read_text(encoding="utf-8") if _is_cjk(c)}
+    return chars
+
+
 def required_characters() -> str:
-    """Every character the figures may draw with :func:`cjk_font`: ASCII, symbols, numerals, figure text."""
+    """Every character the figures may draw: ASCII, symbols, numerals, figure code and chapter labels."""
     from ..numerals.words import ALPHABET
     from .numerals import CHINESE_TEXT as numerals_text
     from .transformer import CHINESE_TEXT as transformer_text
 
-    chars = set(ASCII) | set(EXTRA) | set(ALPHABET)
+    chars = set(ASCII) | set(EXTRA) | set(ALPHABET) | set(CHAPTER_TEXT) | source_characters()
     for text in numerals_text + transformer_text:
         chars |= set(text)
     chars.discard("\n")

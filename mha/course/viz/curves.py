@@ -1,6 +1,6 @@
 """Line plots for chapters 11 and 12: training curves, cost against sequence length, benchmark results.
 
-All labels are ASCII or mathtext (no CJK glyphs in figures).
+Chinese labels come from the shipped font subset (:mod:`mha.viz.cjk`); figures are sized for a phone.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def plot_curves(x, series: dict, xlabel: str, ylabel: str, title=None, log=False
     """
     x = list(x)
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4.0))
+        _, ax = plt.subplots(figsize=(5.4, 3.8))
     for i, (label, y) in enumerate(series.items()):
         y = [float(v) for v in y]
         if len(y) != len(x):
@@ -51,7 +51,7 @@ def plot_curves(x, series: dict, xlabel: str, ylabel: str, title=None, log=False
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -68,12 +68,12 @@ def plot_benchmark(result: dict):
     cases = list(dict.fromkeys(r["case"] for r in rows))
     lengths = sorted({r["L"] for r in rows})
     cfg = result["config"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-    for ax, key, ylabel in ((left, "median_ms", "forward + backward, median ms"),
-                            (right, "peak_mib", "peak extra memory, MiB")):
+    fig, (left, right) = plt.subplots(2, 1, figsize=(5.4, 8.0))
+    for ax, key, ylabel in ((left, "median_ms", "前向 + 反向，中位数 ms"),
+                            (right, "peak_mib", "额外内存峰值 MiB")):
         series = {c: [next(r[key] for r in rows if r["case"] == c and r["L"] == L) for L in lengths] for c in cases}
-        plot_curves(lengths, series, "sequence length L", ylabel, log=True, ax=ax)
-    fig.suptitle(f"B={cfg['batch']}, d_model={cfg['d_model']}, h={cfg['n_heads']}, "
-                 f"{cfg['device']} {cfg['dtype']}, {cfg['threads']} threads, torch {cfg['torch']}")
+        plot_curves(lengths, series, "序列长度 L", ylabel, log=True, ax=ax)
+    fig.suptitle(f"B={cfg['batch']}, d_model={cfg['d_model']}, h={cfg['n_heads']}, {cfg['device']} {cfg['dtype']},\n"
+                 f"{cfg['threads']} 个线程, torch {cfg['torch']}", fontsize=11)
     fig.tight_layout()
     return fig

@@ -1,45 +1,121 @@
-"""Which numbers of a token vector belong to which head."""
+"""Which numbers of a token vector belong to which head: split (and the wrong reshape), and Concat."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.colors import to_rgb
 from matplotlib.patches import Rectangle
 
 from ._style import head_color
 
+__all__ = ["plot_head_split", "plot_concat", "split_layout"]
 
-def plot_head_split(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tokens=None):
-    """Draw (L, d_model) -> (h, L, d_k): head i owns columns [i*d_k, (i+1)*d_k) of every token.
 
-    Left: the projected matrix of one sequence, columns coloured by head.
-    Right: the same numbers regrouped into one (L, d_k) block per head.
+def _shade(head: int, token: int, n_tokens: int):
+    """Head colour (hue) made lighter for later tokens, so the rows stay told apart."""
+    r, g, b = to_rgb(head_color(head))
+    t = 0.55 * token / max(1, n_tokens - 1)
+    return (r + (1 - r) * t, g + (1 - g) * t, b + (1 - b) * t)
+
+
+def split_layout(n_heads: int, n_tokens: int, transpose: bool = True):
+    """(head, token) of the d_k numbers in row r of head block i after the split, for every i, r.
+
+    ``transpose=True`` is ``view(B, L, h, d_k).transpose(1, 2)``: row r of block i is token r's piece i.
+    ``transpose=False`` is the bug ``reshape(B, h, L, d_k)``: block i takes the next L pieces of memory,
+    which are the pieces of tokens ``(i L + r) // h``.
+    """
+    if transpose:
+        return [[(i, r) for r in range(n_tokens)] for i in range(n_heads)]
+    return [[((i * n_tokens + r) % n_heads, (i * n_tokens + r) // n_heads) for r in range(n_tokens)]
+            for i in range(n_heads)]
+
+
+def _sizes(n_heads, d_model, n_tokens, tokens):
+    """d_k and the token labels (t1 .. tL unless given), after checking them."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
+    d_k = d_model // n_heads
+    tokens = list(tokens) if tokens is not None else [f"t{i + 1}" for i in range(n_tokens)]
+    if len(tokens) != n_tokens:
+        raise ValueError(f"need {n_tokens} token labels, got {len(tokens)}")
+    return d_k, tokens
+
+
+def _matrix(ax, n_heads, n_tokens, tokens, d_k, y0):
+    for r in range(n_tokens):
+        for hd in range(n_heads):
+            ax.add_patch(Rectangle((hd, y0 + n_tokens - 1 - r), 1, 1, facecolor=_shade(hd, r, n_tokens),
+                                   edgecolor="white", lw=1.5))
+            ax.text(hd + 0.5, y0 + n_tokens - 0.5 - r, f"{r + 1}", ha="center", va="center", fontsize=10)
+        ax.text(-0.15, y0 + n_tokens - 0.5 - r, f"{r + 1} {tokens[r]}", ha="right", va="center", fontsize=10)
+    for hd in range(n_heads):
+        ax.text(hd + 0.5, y0 - 0.35, f"{hd + 1}", ha="center", va="center", fontsize=10, color=head_color(hd))
+
+
+def _blocks(ax, layout, n_tokens, y0, x_step):
+    for i, rows in enumerate(layout):
+        x0 = i * x_step
+        for r, (hd, tok) in enumerate(rows):
+            ax.add_patch(Rectangle((x0, y0 + n_tokens - 1 - r), 1, 1, facecolor=_shade(hd, tok, n_tokens),
+                                   edgecolor="white", lw=1.5))
+            ax.text(x0 + 0.5, y0 + n_tokens - 0.5 - r, f"{tok + 1}", ha="center", va="center", fontsize=10)
+        ax.text(x0 + 0.5, y0 + n_tokens + 0.3, f"头{i + 1}", ha="center", va="center", fontsize=10,
+                color=head_color(i))
+
+
+def plot_head_split(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tokens=None, wrong: bool = False):
+    """Draw (L, d_model) -> (h, L, d_k): head i owns columns [(i-1) d_k, i d_k) of every token.
+
+    Top: the projected (L, d_model) matrix of one sentence; a column strip per head (its colour),
+    rows shaded by token and numbered 1..L (the token labels sit on the left). Middle: view + transpose, one (L, d_k) block per head holding every token.
+    Bottom (``wrong=True``): a plain reshape to (h, L, d_k), whose blocks mix tokens.
 
     Returns:
         The matplotlib ``Figure``.
     """
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
-    d_k = d_model // n_heads
-    tokens = tokens or [f"t{i + 1}" for i in range(n_tokens)]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [1.1, 1]})
-    for r in range(n_tokens):
-        for hd in range(n_heads):
-            left.add_patch(Rectangle((hd, n_tokens - 1 - r), 1, 1, facecolor=head_color(hd), edgecolor="white", lw=1.5))
-    left.set_xlim(0, n_heads)
-    left.set_ylim(0, n_tokens)
-    left.set_xticks([hd + 0.5 for hd in range(n_heads)])
-    left.set_xticklabels([f"{hd * d_k}:{(hd + 1) * d_k}" for hd in range(n_heads)], rotation=45, fontsize=8)
-    left.set_yticks([n_tokens - 1 - r + 0.5 for r in range(n_tokens)])
-    left.set_yticklabels(tokens)
-    left.set_title(f"(L, d_model) = ({n_tokens}, {d_model}): columns by head")
-    gap = 0.4
-    for hd in range(n_heads):
-        x0 = hd * (1 + gap)
-        for r in range(n_tokens):
-            right.add_patch(Rectangle((x0, n_tokens - 1 - r), 1, 1, facecolor=head_color(hd), edgecolor="white", lw=1.5))
-        right.text(x0 + 0.5, n_tokens + 0.15, f"head {hd + 1}", ha="center", fontsize=8)
-    right.set_xlim(-gap, n_heads * (1 + gap))
-    right.set_ylim(0, n_tokens + 0.6)
-    right.axis("off")
-    right.set_title(f"(h, L, d_k) = ({n_heads}, {n_tokens}, {d_k}): one block per head")
+    d_k, tokens = _sizes(n_heads, d_model, n_tokens, tokens)
+    x_step = 1.25
+    width = max(n_heads, n_heads * x_step)
+    parts = 3 if wrong else 2
+    fig, ax = plt.subplots(figsize=(5.4, 0.8 + parts * (0.36 * n_tokens + 0.9)))
+    gap = n_tokens + 2.0
+    top = (parts - 1) * gap
+    _matrix(ax, n_heads, n_tokens, tokens, d_k, top)
+    ax.text(width / 2, top + n_tokens + 0.45, f"投影后的一句话 (L, d_model) = ({n_tokens}, {d_model})：每个头 {d_k} 列",
+            ha="center", fontsize=10.5)
+    _blocks(ax, split_layout(n_heads, n_tokens), n_tokens, top - gap, x_step)
+    ax.text(width / 2, top - gap + n_tokens + 0.85, f"view + transpose → (h, L, d_k) = ({n_heads}, {n_tokens}, {d_k})："
+            "每个头拿到每个 token", ha="center", fontsize=10.5)
+    if wrong:
+        _blocks(ax, split_layout(n_heads, n_tokens, transpose=False), n_tokens, top - 2 * gap, x_step)
+        ax.text(width / 2, top - 2 * gap + n_tokens + 0.85, "直接 reshape（错误）：一个头里混进别的 token",
+                ha="center", fontsize=10.5, color="#c0392b")
+    ax.set_xlim(-0.2 - 0.22 * max(len(t) + 2 for t in tokens), width + 0.2)
+    ax.set_ylim(top - (parts - 1) * gap - 0.2, top + n_tokens + 0.9)
+    ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def plot_concat(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tokens=None):
+    """The split read backwards: (h, L, d_k) blocks -> transpose -> (L, h d_k), row t = [head_1[t] | ... | head_h[t]].
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    d_k, tokens = _sizes(n_heads, d_model, n_tokens, tokens)
+    x_step = 1.25
+    width = n_heads * x_step
+    fig, ax = plt.subplots(figsize=(5.4, 0.8 + 2 * (0.36 * n_tokens + 0.9)))
+    gap = n_tokens + 2.0
+    _blocks(ax, split_layout(n_heads, n_tokens), n_tokens, gap, x_step)
+    ax.text(width / 2, gap + n_tokens + 0.85, f"每个头的输出 head_i：(h, L, d_k) = ({n_heads}, {n_tokens}, {d_k})",
+            ha="center", fontsize=10.5)
+    _matrix(ax, n_heads, n_tokens, tokens, d_k, 0)
+    ax.text(width / 2, n_tokens + 0.45, f"transpose + reshape → Concat (L, h·d_k) = ({n_tokens}, {d_model})",
+            ha="center", fontsize=10.5)
+    ax.set_xlim(-0.2 - 0.22 * max(len(t) + 2 for t in tokens), width + 0.2)
+    ax.set_ylim(-0.7, gap + n_tokens + 1.1)
+    ax.axis("off")
     fig.tight_layout()
     return fig

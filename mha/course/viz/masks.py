@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 
 from ._style import label_grid, to_numpy
+from .heatmap import AXIS_KEY, AXIS_QUERY
 
 
 def plot_mask(mask, row_labels=None, col_labels=None, title=None, ax=None):
@@ -19,7 +20,7 @@ def plot_mask(mask, row_labels=None, col_labels=None, title=None, ax=None):
     if m.ndim == 1:
         m = m[None, :]
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 1.5, 0.5 * m.shape[0] + 1.2))
+        _, ax = plt.subplots(figsize=(min(5.4, 0.5 * m.shape[1] + 1.6), min(5.4, 0.5 * m.shape[0] + 1.3)))
     ax.imshow(m, cmap=ListedColormap(["#333333", "#ffffff"]), vmin=0, vmax=1)
     label_grid(ax, m.shape, row_labels, col_labels)
     ax.set_xticks([x - 0.5 for x in range(1, m.shape[1])], minor=True)
@@ -28,10 +29,10 @@ def plot_mask(mask, row_labels=None, col_labels=None, title=None, ax=None):
     ax.tick_params(which="minor", length=0)
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
-            ax.text(j, i, "1" if m[i, j] else "0", ha="center", va="center", fontsize=8,
+            ax.text(j, i, "1" if m[i, j] else "0", ha="center", va="center", fontsize=10,
                     color="black" if m[i, j] else "white")
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set_xlabel(AXIS_KEY)
+    ax.set_ylabel(AXIS_QUERY)
     if title:
         ax.set_title(title)
     return ax

@@ -4,9 +4,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from ._style import CMAP, to_numpy
+from .heatmap import head_title
 
 
-def plot_head_dependency(without_w_o, with_w_o, titles=("Concat only (no $W^O$)", "Concat, then $W^O$")):
+def plot_head_dependency(without_w_o, with_w_o, titles=("只有 Concat（没有 Wᴼ）", "Concat 之后再乘 Wᴼ")):
     """Two (h, d_model) maps: entry (i, j) = size of d output_j / d head_i for one token; 0 is the darkest colour.
 
     Args:
@@ -21,14 +22,15 @@ def plot_head_dependency(without_w_o, with_w_o, titles=("Concat only (no $W^O$)"
         raise ValueError(f"need two (h, d_model) matrices of the same shape, got {a.shape} and {b.shape}")
     h, d_model = a.shape
     d_k = d_model // h
-    fig, axes = plt.subplots(2, 1, figsize=(11, 4.6))
+    fig, axes = plt.subplots(2, 1, figsize=(5.4, 5.6))
     for ax, m, title in zip(axes, (a, b), titles):
         im = ax.imshow(m, aspect="auto", cmap=CMAP, interpolation="nearest", vmin=0.0)  # dark = no dependency
         ax.set_yticks(range(h))
-        ax.set_yticklabels([f"head {i + 1}" for i in range(h)], fontsize=8)
-        ax.set_xticks([i * d_k for i in range(h)])
-        ax.set_xlabel("output dimension")
+        ax.set_yticklabels([head_title(i) for i in range(h)], fontsize=10)
+        ticks = [i * d_k for i in range(0, h, max(1, h // 4))]
+        ax.set_xticks(ticks)
+        ax.set_xlabel("输出的维度")
         ax.set_title(title)
-        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
+        fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
     fig.tight_layout()
     return fig

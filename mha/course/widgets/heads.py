@@ -56,14 +56,14 @@ def head_view(sentence: str = EXAMPLE_SENTENCES[0], head: int = 1, d_model: int 
     if not 1 <= head <= n_heads:
         raise ValueError(f"head 必须在 1 到 {n_heads} 之间，现在是 {head}")
     w, mean = weights[head - 1], weights.mean(dim=0)  # (L, L), (L, L)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
-    plot_heatmap(w, tokens, tokens, title=f"head {head} of {n_heads}", ax=left, vmin=0.0, vmax=1.0)
-    plot_heatmap(mean, tokens, tokens, title=f"mean over {n_heads} heads", ax=right, vmin=0.0, vmax=1.0)
+    fig, (left, right) = plt.subplots(2, 1, figsize=(4.6, 7.4))
+    plot_heatmap(w, tokens, tokens, title=f"第 {head} 个头（共 {n_heads} 个）", ax=left, vmin=0.0, vmax=1.0)
+    plot_heatmap(mean, tokens, tokens, title=f"{n_heads} 个头的平均", ax=right, vmin=0.0, vmax=1.0)
     fig.tight_layout()
     text = (f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}；"
             f"未训练、固定随机种子的层）\n"
             f"每个 query 最关注的 key（query→key 权重）：\n"
-            f"head {head}：{_summary(tokens, w)}\n"
+            f"第 {head} 个头：{_summary(tokens, w)}\n"
             f"平均：{_summary(tokens, mean)}")
     if PAD in tokens:
         text += "\nPAD 被 padding mask 遮住：它那一列的权重全是 0。"
@@ -76,7 +76,7 @@ def head_view_all(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_head
     fig = plot_heads(weights, tokens, include_mean=True)
     lines = [f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}）",
              "每个 query 最关注的 key（query→key 权重）："]
-    lines += [f"head {i + 1}：{_summary(tokens, weights[i])}" for i in range(n_heads)]
+    lines += [f"第 {i + 1} 个头：{_summary(tokens, weights[i])}" for i in range(n_heads)]
     lines.append(f"平均：{_summary(tokens, weights.mean(dim=0))}")
     return View(text="\n".join(lines), figure=fig, data={"tokens": tokens, "weights": weights})
 
@@ -87,7 +87,7 @@ def build_head_viewer(sentences=EXAMPLE_SENTENCES, d_model: int = 6, n_heads: in
 
     controls = {
         "sentence": widgets.Dropdown(options=list(sentences), value=sentences[0], description="句子"),
-        "head": widgets.ToggleButtons(options=[(f"head {i}", i) for i in range(1, n_heads + 1)], value=1,
+        "head": widgets.ToggleButtons(options=[(f"头 {i}", i) for i in range(1, n_heads + 1)], value=1,
                                       description="头"),
     }
 

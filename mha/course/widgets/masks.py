@@ -16,6 +16,7 @@ __all__ = ["MASK_KINDS", "MASK_WORDS", "MASK_DEFAULTS", "mask_weights", "mask_vi
 MASK_KINDS = ["padding", "causal", "both"]
 MASK_WORDS = ["You", "are", "welcome", "to", "learn", "multi", "head", "attention"]
 MASK_DEFAULTS = {"kind": "both", "length": 3, "padded_len": 4}  # "You are welcome PAD"
+_KIND_ZH = {"padding": "padding ", "causal": "因果", "both": "padding + 因果"}
 MAX_PADDED = 10
 
 
@@ -70,9 +71,9 @@ def mask_view(kind: str = "both", length: int = 3, padded_len: int = 4) -> View:
         return View(text=f"⚠️ {err}", figure=None, data={"error": str(err)})
     tokens, grid, weights = result["tokens"], result["grid"], result["weights"]
     h, S = weights.shape[0], len(tokens)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
-    plot_mask(grid, tokens, tokens, title=f"{kind} mask (1 = may attend)", ax=left)
-    plot_heatmap(weights[0], tokens, tokens, title="head 1 weights", ax=right, vmin=0.0, vmax=1.0,
+    fig, (left, right) = plt.subplots(2, 1, figsize=(4.6, 7.6))
+    plot_mask(grid, tokens, tokens, title=f"{_KIND_ZH.get(kind, kind)}掩码（1 = 可以看）", ax=left)
+    plot_heatmap(weights[0], tokens, tokens, title="第 1 个头的注意力权重", ax=right, vmin=0.0, vmax=1.0,
                  annotate=S <= 6)  # numbers in every cell only while they fit (and stay fast to draw)
     fig.tight_layout()
     hidden = int((~grid).sum())

@@ -57,21 +57,21 @@ def score_stats(d_k: int, scaled: bool = True, seed: int = 0) -> dict:
 def _draw(stats: dict, hist_ax, bar_ax) -> None:
     """Histogram of the scores (x range fixed by d_k) and a bar chart of one softmax row."""
     d_k = stats["d_k"]
-    label = r"$q \cdot k / \sqrt{d_k}$" if stats["scaled"] else r"$q \cdot k$ (not scaled)"
+    label = "q·k / √dₖ" if stats["scaled"] else "q·k（不缩放）"
     width = 4 * math.sqrt(d_k) + 1  # same x range with and without scaling: the shrink is visible
     hist_ax.hist(stats["pair_scores"].numpy(), bins=60, range=(-width, width), color="#4c72b0")
     hist_ax.set_xlim(-width, width)
-    hist_ax.set_title(f"{label}, $d_k$ = {d_k}: std = {stats['std']:.2f}")
-    hist_ax.set_xlabel("score")
-    hist_ax.set_ylabel("count")
+    hist_ax.set_title(f"{label}，dₖ = {d_k}：标准差 {stats['std']:.2f}")
+    hist_ax.set_xlabel("分数")
+    hist_ax.set_ylabel("个数")
     row = stats["row"].numpy()
     bar_ax.bar(range(len(row)), row, color="#dd8452")
     bar_ax.set_ylim(0, 1)
     bar_ax.set_xticks(range(len(row)))
-    bar_ax.set_xlabel("key")
-    bar_ax.set_ylabel("weight")
-    bar_ax.set_title(f"softmax of one row: max = {stats['max_weight']:.2f}, "
-                     f"entropy = {stats['entropy']:.2f} (flat: {stats['uniform_entropy']:.2f})")
+    bar_ax.set_xlabel("Key")
+    bar_ax.set_ylabel("注意力权重")
+    bar_ax.set_title(f"softmax 的一行：最大 {stats['max_weight']:.2f}，"
+                     f"熵 {stats['entropy']:.2f}（均匀时 {stats['uniform_entropy']:.2f}）")
 
 
 def _text(stats: dict) -> str:
@@ -87,7 +87,7 @@ def _text(stats: dict) -> str:
 def scaling_view(d_k: int = 64, scaled: bool = True) -> View:
     """One setting: histogram of the scores and one softmax row, plus the numbers in Chinese."""
     stats = score_stats(d_k, scaled)
-    fig, (hist_ax, bar_ax) = plt.subplots(1, 2, figsize=(11, 3.4))
+    fig, (hist_ax, bar_ax) = plt.subplots(2, 1, figsize=(5.4, 6.2))
     _draw(stats, hist_ax, bar_ax)
     fig.tight_layout()
     return View(text=_text(stats), figure=fig, data=stats)
@@ -96,8 +96,8 @@ def scaling_view(d_k: int = 64, scaled: bool = True) -> View:
 def scaling_compare_view(d_k: int = 64) -> View:
     """Both settings for one d_k, not scaled (top) and scaled (bottom): the static picture."""
     both = [score_stats(d_k, scaled=False), score_stats(d_k, scaled=True)]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 6.2))
-    for stats, (hist_ax, bar_ax) in zip(both, axes):
+    fig, axes = plt.subplots(4, 1, figsize=(5.4, 11.6))
+    for stats, (hist_ax, bar_ax) in zip(both, axes.reshape(2, 2)):
         _draw(stats, hist_ax, bar_ax)
     fig.tight_layout()
     return View(text="\n".join(_text(s) for s in both), figure=fig, data={"unscaled": both[0], "scaled": both[1]})
