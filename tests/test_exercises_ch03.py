@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import check_count_parameters, check_project_matmul, check_projection_shape, results
+from mha.exercises import (check_count_parameters, check_count_parameters_general, check_cross_projection_shapes,
+                           check_project_matmul, check_project_packed, check_projection_shape, results)
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
 
 # ---------------------------------------------------------------- references
@@ -28,11 +29,27 @@ def project_ref(x, linear):
     return out
 
 
+def cross_shapes_ref(B, L, S, d_model, n_heads):
+    return {"q": (B, L, d_model), "k": (B, S, d_model), "v": (B, S, d_model)}
+
+
+def general_count_ref(d, h, d_k, d_v, bias):
+    lin = lambda n_in, n_out: n_in * n_out + (n_out if bias else 0)  # noqa: E731
+    return 2 * lin(d, h * d_k) + lin(d, h * d_v) + lin(h * d_v, d)
+
+
+def packed_ref(x, W, b):
+    bs = b.chunk(3) if b is not None else (0, 0, 0)
+    return tuple(x @ w.T + bb for w, bb in zip(W.chunk(3), bs))
+
+
 def test_record_false_is_not_recorded(capsys):
-    check_projection_shape(None)
-    check_projection_shape(projection_shape_ref, record=False)
+    check_cross_projection_shapes(None)
+    check_cross_projection_shapes(cross_shapes_ref, record=False)
     assert results("ch03")["3.1"] == "todo"
-    check_projection_shape(projection_shape_ref)
+    check_cross_projection_shapes(cross_shapes_ref)
+    assert results("ch03")["3.1"] == "pass"
+    check_projection_shape(None)  # the replaced task's checker leaves the summary alone
     assert results("ch03")["3.1"] == "pass"
     capsys.readouterr()
 
@@ -241,8 +258,46 @@ WRONG_3_3 = mistakes_for(check_project_matmul, [
     ("a string", "应该是一个函数"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_3_2, RIGHT_3_3)
-test_wrong_answers_are_named = wrong_answers(WRONG_3_1, WRONG_3_2, WRONG_3_3)
+# ---------------------------------------------------------------- the reworked 3.1, 3.2, 3.3
+RIGHT_NEW = (answers_for(check_cross_projection_shapes, [cross_shapes_ref,
+                                                         lambda B, L, S, d, h: {"q": [B, L, d], "k": (B, S, d), "v": (B, S, d),
+                                                                                "extra": 1}])
+             + answers_for(check_count_parameters_general, [general_count_ref,
+                                                            lambda *a: float(general_count_ref(*a))])
+             + answers_for(check_project_packed, [packed_ref, lambda x, W, b: [t.float() for t in packed_ref(x, W, b)],
+                                                  lambda x, W, b: tuple(torch.einsum("bld,od->blo", x, w) + (0 if b is None else bb)
+                                                                        for w, bb in zip(W.chunk(3), (b.chunk(3) if b is not None else (0,) * 3)))]))
+
+WRONG_NEW = mistakes_for(check_cross_projection_shapes, [
+    (lambda B, L, S, d, h: {"q": (B, L, d), "k": (B, L, d), "v": (B, L, d)}, ["长度是 S", "不是 Query"]),
+    (lambda B, L, S, d, h: {"q": (B, S, d), "k": (B, S, d), "v": (B, S, d)}, "长度是 L"),
+    (lambda B, L, S, d, h: {"q": (B, h, L, d // h), "k": (B, S, d), "v": (B, S, d)}, "分头之后"),
+    (lambda B, L, S, d, h: {"q": (B, L, d), "k": (B, S, d // h), "v": (B, S, d)}, "只改最后一维"),
+    (lambda B, L, S, d, h: {k: tuple(mha.MultiHeadAttention(d, h).W_q(torch.zeros(B, L, d)).shape) for k in "qkv"},
+     "不能调用现成的"),
+    (lambda B, L, S, d, h: {"q": (B, L, d)}, "缺少"),
+]) + mistakes_for(check_count_parameters_general, [
+    (lambda d, h, dk, dv, b: 4 * (d * d + (d if b else 0)), "d_k = d_v = d_model / n_heads"),
+    (lambda d, h, dk, dv, b: general_count_ref(d, h, dk, dk, b), "按 d_k 算了"),
+    (lambda d, h, dk, dv, b: general_count_ref(d, h, dk, dv, b) - h * dv * d - (d if b else 0), "忘了 W_o"),
+    (lambda d, h, dk, dv, b: general_count_ref(d, 1, dk, dv, b), "只数了一个头"),
+    (lambda d, h, dk, dv, b: general_count_ref(d, h, dk, dv, False), "忘了偏置"),
+    (lambda d, h, dk, dv, b: sum(p.numel() for p in nn.Linear(d, h * dk).parameters()), "不要创建任何 nn.Module"),
+]) + mistakes_for(check_project_packed, [
+    (lambda x, W, b: tuple(reversed(packed_ref(x, W, b))), "第 2 块"),
+    (lambda x, W, b: tuple(x @ w + (0 if b is None else bb) for w, bb in zip(W.chunk(3), (b.chunk(3) if b is not None else (0,) * 3))),
+     "忘了转置"),
+    (lambda x, W, b: tuple(x @ w.T for w in W.chunk(3)), "忘了加偏置"),
+    (lambda x, W, b: tuple(F.linear(x, w) for w in W.chunk(3)), "F.linear"),
+    (lambda x, W, b: tuple(torch.ops.aten.linear(x, w) for w in W.chunk(3)), "torch.ops.aten.linear"),
+    (lambda x, W, b: F._in_projection_packed(x, x, x, W, b), "F.linear"),
+    (lambda x, W, b: tuple(t.detach() for t in packed_ref(x, W, b)), "梯度"),
+    (lambda x, W, b: packed_ref(x, W, b)[:2], "三个张量"),
+    (lambda x, W, b: x @ W.T, "三个张量"),
+])
+
+test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_3_2, RIGHT_3_3, RIGHT_NEW)
+test_wrong_answers_are_named = wrong_answers(WRONG_3_1, WRONG_3_2, WRONG_3_3, WRONG_NEW)
 
 
 def test_reference_project_matches_mha_project():

@@ -6,9 +6,11 @@ import torch
 from torch import nn
 
 import mha
-from mha.exercises import check_per_head_linears, check_split_heads, check_split_shape, results
+from mha.exercises import (check_big_from_heads, check_per_head_linears, check_split_bug, check_split_heads,
+                           check_split_shape, results)
+from mha.exercises.ch04 import split_heads_buggy
 from mha.steps import split_heads as imported_split_heads
-from exercise_support import every, raise_value_error, right_answers, wrong_answers
+from exercise_support import answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -250,7 +252,60 @@ WRONG = [
 ]
 
 
-test_wrong_answers_are_named = wrong_answers(WRONG)
+
+
+# ---------------------------------------------------------------- the reworked 4.2 (bug hunt) and 4.3 (the reverse)
+def split_fixed(x, h):
+    B, L, d = x.shape
+    return x.view(B, L, h, d // h).transpose(1, 2)
+
+
+def big_from_heads_ref(smalls):
+    big = nn.Linear(smalls[0].in_features, sum(s.out_features for s in smalls))
+    with torch.no_grad():
+        big.weight.copy_(torch.cat([s.weight for s in smalls]))
+        big.bias.copy_(torch.cat([s.bias for s in smalls]))
+    return big
+
+
+def _big(weights, bias):
+    big = nn.Linear(weights.shape[1], weights.shape[0], bias=bias is not None)
+    with torch.no_grad():
+        big.weight.copy_(weights)
+        if bias is not None:
+            big.bias.copy_(bias)
+    return big
+
+
+RIGHT_NEW = answers_for(check_split_bug, [{"right_anyway": (2, 1, 8, 2), "fixed": split_fixed},
+                                          {"right_anyway": [1, 1, 12, 3], "fixed": split_heads_ref}]) + answers_for(
+    check_big_from_heads, [big_from_heads_ref,
+                           lambda smalls: _big(torch.cat([s.weight for s in smalls]), torch.cat([s.bias for s in smalls]))])
+
+NOT_DONE_NEW = answers_for(check_split_bug, [{"right_anyway": ..., "fixed": split_fixed},
+                                             {"right_anyway": (2, 1, 8, 2), "fixed": ...}])
+
+WRONG_NEW = mistakes_for(check_split_bug, [
+    ({"right_anyway": (2, 3, 8, 2), "fixed": split_fixed}, "是错的"),
+    ({"right_anyway": (2, 3, 8, 1), "fixed": split_fixed}, "n_heads ≥ 2"),
+    ({"right_anyway": (2, 1, 9, 2), "fixed": split_fixed}, "整除"),
+    ({"right_anyway": (2, 1, 8, 2), "fixed": split_heads_buggy}, ['answer["fixed"] 还不对', "transpose"]),
+    ({"right_anyway": (2, 1, 8, 2), "fixed": lambda x, h: x.view(x.shape[0], x.shape[1], h, -1)}, "忘了 transpose"),
+    ({"right_anyway": (2, 1, 8, 2), "fixed": lambda x, h: mha.split_heads(x, h)}, "不能调用现成的"),
+    ({"right_anyway": (2, 1, 8)}, "字典"),
+    ({"right_anyway": (2, 1, 8), "fixed": split_fixed}, "四个"),
+]) + mistakes_for(check_big_from_heads, [
+    (lambda smalls: _big(torch.cat([s.weight for s in smalls], 1), None), "横着拼"),
+    (lambda smalls: _big(torch.cat([s.weight for s in smalls]), None), "没有偏置"),
+    (lambda smalls: _big(torch.cat([s.weight for s in smalls]), torch.zeros(sum(s.out_features for s in smalls))), "偏置没有接过来"),
+    (lambda smalls: big_from_heads_ref(smalls[::-1]), "顺序反了"),
+    (lambda smalls: smalls[0], "形状应为"),
+    (lambda smalls: smalls, "应该返回一个 nn.Linear"),
+])
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW)
+test_new_right_answers_pass = right_answers(RIGHT_NEW)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW)
 
 
 def test_results_registry_lists_chapter():

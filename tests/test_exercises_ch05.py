@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import check_attention, check_dot_product_variance, check_scores_shape, results
+from mha.exercises import (check_attention, check_dot_product_variance, check_dot_product_variance_scaled,
+                           check_scores_shape, results)
 from mha.steps import masked_softmax
 from exercise_support import every, not_done_answers, raise_value_error, right_answers, wrong_answers
 
@@ -254,7 +255,24 @@ WRONG = [
 ]
 
 
-test_wrong_answers_are_named = wrong_answers(WRONG)
+# ---------------------------------------------------------------- the reworked 5.2 (variance 4)
+RIGHT_NEW = [(check_dot_product_variance_scaled, a) for a in [(256, 4, 16), [256.0, 4.0, 16.0], np.array([256, 4, 16]),
+                                                              (torch.tensor(256), 4, 16.0), (255, 4.1, 16.2)]]
+WRONG_NEW = [(check_dot_product_variance_scaled, a, w) for a, w in [
+    ((64, 1, 8), "各分量方差都为 1"),
+    ((128, 2, 11.3), "标准差"),
+    ((256, 1, 16), "不是 1"),
+    ((256, 16, 16), "Var(X / c)"),
+    ((256, 4, 256), "方差本身"),
+    ((256, 4, 8), "√d_k"),
+    ((256, 4, 4), "要除的数"),
+    ((256, 4), "三个数"),
+    ((256, None, 16), "是 None"),
+    ("256, 4, 16", "三个数"),
+]]
+
+test_wrong_answers_are_named = wrong_answers(WRONG + WRONG_NEW)
+test_new_right_answers_pass = right_answers(RIGHT_NEW)
 
 
 def test_results_registry_lists_chapter():

@@ -7,7 +7,9 @@ import numpy as np
 import torch
 
 import mha
-from mha.exercises import check_concat_shapes, check_head_from_concat, check_merge_heads, results
+from mha.exercises import (check_concat_shapes, check_head_from_concat, check_merge_bug, check_merge_heads,
+                           check_swap_heads, results)
+from mha.exercises.ch06 import merge_heads_buggy
 from mha.steps import merge_heads as imported_merge_heads
 from exercise_support import every, not_done_answers, raise_value_error, right_answers, wrong_answers
 
@@ -156,7 +158,60 @@ WRONG = [
 ]
 
 
-test_wrong_answers_are_named = wrong_answers(WRONG)
+# ---------------------------------------------------------------- the reworked 6.2 (bug hunt) and 6.3 (swap two heads)
+def merge_fixed(x):
+    B, h, L, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, L, h * d_k)
+
+
+def swap_ref(concat, i, j, h):
+    B, L, d = concat.shape
+    order = list(range(h))
+    order[i], order[j] = order[j], order[i]
+    return concat.view(B, L, h, d // h)[:, :, order].reshape(B, L, d)
+
+
+def swap_overwrites(concat, i, j, h):
+    d_k, out = concat.shape[-1] // h, concat.clone()
+    out[..., i * d_k:(i + 1) * d_k] = out[..., j * d_k:(j + 1) * d_k]
+    out[..., j * d_k:(j + 1) * d_k] = out[..., i * d_k:(i + 1) * d_k]
+    return out
+
+
+def swap_in_place(concat, i, j, h):
+    d_k = concat.shape[-1] // h
+    keep = concat[..., i * d_k:(i + 1) * d_k].clone()
+    concat.data[..., i * d_k:(i + 1) * d_k] = concat[..., j * d_k:(j + 1) * d_k]
+    concat.data[..., j * d_k:(j + 1) * d_k] = keep
+    return concat * 1
+
+
+FAILS = ["undoes_split", "per_token"]
+RIGHT_NEW = [(check_merge_bug, {"fails": FAILS, "fixed": merge_fixed}),
+             (check_merge_bug, {"fails": ("per_token", "undoes_split"), "fixed": merge_reference}),
+             (check_swap_heads, swap_ref),
+             (check_swap_heads, lambda c, i, j, h: torch.cat([c[..., (j if t == i else i if t == j else t) * (c.shape[-1] // h):][..., :c.shape[-1] // h]
+                                                               for t in range(h)], -1))]
+NOT_DONE_NEW = [(check_merge_bug, {"fails": ..., "fixed": merge_fixed}), (check_merge_bug, {"fails": FAILS, "fixed": ...})]
+WRONG_NEW = [
+    (check_merge_bug, {"fails": ["shape", *FAILS], "fixed": merge_fixed}, ["其实成立", "形状总是对的"]),
+    (check_merge_bug, {"fails": ["same_numbers", *FAILS], "fixed": merge_fixed}, "其实成立"),
+    (check_merge_bug, {"fails": ["undoes_split"], "fixed": merge_fixed}, ["漏了", "第 t 行"]),
+    (check_merge_bug, {"fails": [], "fixed": merge_fixed}, "漏了"),
+    (check_merge_bug, {"fails": ["transpose"], "fixed": merge_fixed}, "不认识"),
+    (check_merge_bug, {"fails": FAILS, "fixed": merge_heads_buggy}, ['answer["fixed"] 还不对', "transpose"]),
+    (check_merge_bug, {"fails": FAILS, "fixed": lambda x: mha.merge_heads(x)}, "不能调用现成的"),
+    (check_merge_bug, {"fails": FAILS}, "缺少键"),
+    (check_swap_heads, swap_overwrites, "变成了同一个"),
+    (check_swap_heads, lambda c, i, j, h: c[:, [j if t == i else i if t == j else t for t in range(c.shape[1])]], "token"),
+    (check_swap_heads, swap_in_place, "修改了输入"),
+    (check_swap_heads, lambda c, i, j, h: c.clone(), "结果不对"),
+    (check_swap_heads, lambda c, i, j, h: swap_ref(c, i, j, h).detach(), "梯度"),
+]
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW)
+test_new_right_answers_pass = right_answers(RIGHT_NEW)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW)
 
 
 def test_results_registry_lists_chapter():

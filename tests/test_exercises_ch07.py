@@ -9,6 +9,7 @@ import torch
 
 import mha
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
+from mha.exercises import check_concat_from_output, check_output_without_head, check_w_o_params_dv
 from mha.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
 
 RIGHT = 512 * 512 + 512
@@ -204,8 +205,41 @@ WRONG_7_3 = mistakes_for(check_head_contributions, [
     ("W_o", "callable"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_7_1, RIGHT_7_2, RIGHT_7_3)
-test_wrong_answers_are_named = wrong_answers(WRONG_7_1, WRONG_7_2, WRONG_7_3)
+# ---------------------------------------------------------------- the reworked 7.1 (d_v), 7.2 (back to the concat), 7.3 (a head off)
+def _off(heads, W_o, i):
+    x = heads.clone()
+    x[:, i] = 0
+    B, h, L, d = x.shape
+    return W_o(x.transpose(1, 2).reshape(B, L, h * d))
+
+
+def _minus_contribution(heads, W_o, i):
+    B, h, L, d = heads.shape
+    return W_o(heads.transpose(1, 2).reshape(B, L, h * d)) - heads[:, i] @ W_o.weight.T[i * d:(i + 1) * d]
+
+
+RIGHT_NEW = [(check_w_o_params_dv, 131584), (check_w_o_params_dv, 131584.0),
+             (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight).T),
+             (check_concat_from_output, lambda out, W: torch.linalg.solve(W.weight, (out - W.bias).unsqueeze(-1)).squeeze(-1)),
+             (check_output_without_head, _off), (check_output_without_head, _minus_contribution)]
+WRONG_NEW = [
+    (check_w_o_params_dv, 512 * 512 + 512, "nn.Linear(256, 512)"),
+    (check_w_o_params_dv, 256 * 512, "忘了 bias"),
+    (check_w_o_params_dv, 256 * 512 + 256, "偏置的个数"),
+    (check_w_o_params_dv, 32 * 512 + 512, "一个头"),
+    (check_w_o_params_dv, 7, "不对"),
+    (check_concat_from_output, lambda out, W: out @ torch.linalg.inv(W.weight).T, "减去偏置"),
+    (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight), "转置错了"),
+    (check_concat_from_output, lambda out, W: (out - W.bias) @ W.weight, "逆"),
+    (check_concat_from_output, lambda out, W: out, "数值不对"),
+    (check_output_without_head, lambda heads, W, i: _off(heads, W, i) - W.bias, "偏置也被去掉了"),
+    (check_output_without_head, lambda heads, W, i: _off(heads, W, heads.shape[1] - 1 - i), "关掉的是头"),
+    (check_output_without_head, lambda heads, W, i: _off(heads, W, i).detach(), "梯度"),
+    (check_output_without_head, lambda heads, W, i: _off(heads.detach(), W, i) * 0 + 1, "结果不对"),
+]
+
+test_right_answers_pass = right_answers(RIGHT_7_1, RIGHT_7_2, RIGHT_7_3, RIGHT_NEW)
+test_wrong_answers_are_named = wrong_answers(WRONG_7_1, WRONG_7_2, WRONG_7_3, WRONG_NEW)
 
 
 def test_results_registry_lists_chapter():

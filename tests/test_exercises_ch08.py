@@ -13,6 +13,7 @@ import mha
 from exercise_support import (answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers,
                               wrong_answers)
 from mha.exercises import check_layer_shapes, check_load_from_torch, check_my_multihead_attention, results
+from mha.exercises import check_scale_bug
 
 
 # ---------------------------------------------------------------- 8.1 shapes
@@ -475,4 +476,17 @@ test_garbage_never_raises = wrong_answers(every(
 
 
 def test_results_registry_lists_chapter():
-    assert set(results("ch08")) == {"8.1", "8.2", "8.3"}
+    assert set(results("ch08")) == {"8.1", "8.2", "8.3", "8.4"}
+
+
+# ---------------------------------------------------------------- 8.4 (bug hunt: sqrt(d_model))
+test_scale_bug_right = right_answers([(check_scale_bug, {"right_anyway_heads": 1, "factor": 8 ** -0.5}),
+                                      (check_scale_bug, {"right_anyway_heads": 1.0, "factor": 0.354})])
+test_scale_bug_wrong = wrong_answers([
+    (check_scale_bug, {"right_anyway_heads": 8, "factor": 8 ** -0.5}, "两种缩放不一样"),
+    (check_scale_bug, {"right_anyway_heads": 3, "factor": 8 ** -0.5}, "整除"),
+    (check_scale_bug, {"right_anyway_heads": 1, "factor": 8 ** 0.5}, "反了"),
+    (check_scale_bug, {"right_anyway_heads": 1, "factor": 1 / 8}, "平方根"),
+    (check_scale_bug, {"right_anyway_heads": 1, "factor": 0.5}, "不对"),
+    (check_scale_bug, {"right_anyway_heads": 1}, "缺少键"),
+])

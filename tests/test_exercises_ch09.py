@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import check_middle_widths, check_one_head_weights, check_padding_mask
+from mha.exercises import check_middle_widths, check_one_head_weights, check_padding_mask, check_zero_weights
 from exercise_support import (RETURNED_GARBAGE, answers_for, every, fails_with, mistakes_for, not_done_answers,
                               passes, raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs,
                               shape_styles, shapes_changed, shapes_mapped, shapes_without, wrong_answers)
@@ -313,3 +313,15 @@ def test_one_head_weights_with_autograd_off(capsys, answer, ok):
             passes(capsys, check_one_head_weights, answer)
         else:
             fails_with(capsys, check_one_head_weights, answer, "梯度")
+
+
+# ---------------------------------------------------------------- 9.4 (predict the zero weights)
+test_zero_weights_right = right_answers([(check_zero_weights, 16), (check_zero_weights, 16.0), (check_zero_weights, np.int64(16))])
+test_zero_weights_wrong = wrong_answers([
+    (check_zero_weights, 8, "只数了一个头"),
+    (check_zero_weights, 24, "只挡 key"),
+    (check_zero_weights, 4, "只数了一次"),
+    (check_zero_weights, 0, "不对"),
+    (check_zero_weights, 16.5, "整数"),
+    (check_zero_weights, "16", "整数"),
+])

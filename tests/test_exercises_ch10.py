@@ -8,6 +8,7 @@ from torch import nn
 
 import mha
 from mha.exercises import check_causal_mask, check_combine_masks, check_cross_attention_shapes
+from mha.exercises import check_cache_step_mask
 from exercise_support import (RETURNED_GARBAGE, answers_for, every, mistakes_for, not_done_answers,
                               raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs, shape_styles,
                               shapes_changed, shapes_mapped, shapes_without, wrong_answers)
@@ -245,3 +246,24 @@ def test_cross_attention_key_matches_the_layer():
     from mha.exercises.ch10 import _cross_shapes
 
     assert _cross_shapes(2, 3, 5, 8, 2) == shapes_ok(2, 3, 5, 8, 2)
+
+
+# ---------------------------------------------------------------- 10.4 (a KV-cache step)
+def _cache_mask(L, S):
+    return torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)
+
+
+test_cache_step_right = right_answers([
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": _cache_mask}),
+    (check_cache_step_mask, {"buggy_sees": torch.tensor([0]), "mask": lambda L, S: torch.arange(S)[None] <= torch.arange(L)[:, None] + S - L}),
+])
+test_cache_step_wrong = wrong_answers([
+    (check_cache_step_mask, {"buggy_sees": [0, 1, 2, 3, 4], "mask": _cache_mask}, "左上角对齐"),
+    (check_cache_step_mask, {"buggy_sees": [4], "mask": _cache_mask}, "不对"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool).tril()}, "对齐在左上角"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: ~_cache_mask(L, S)}, "极性反了"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool)}, "全是 True"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: _cache_mask(L, S).long()}, "dtype"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: mha.causal_mask(L, S)}, "不能调用现成的"),
+    (check_cache_step_mask, {"buggy_sees": [0]}, "缺少键"),
+])

@@ -224,7 +224,7 @@ def _truths(exercise_id):
 
 
 def test_shape_answers_match_the_lecture_formulas():
-    assert _truths("3.1") == [(2, 4, 512)]
+    assert _truths("3.1") == [(2, 6, 512)]  # K′ in cross-attention: (B, S, d_model)
     assert _truths("4.1") == [(2, 8, 4, 64)]
     assert _truths("8.1") == [(3, 3, 5, 4), (3, 3, 5, 7), (3, 5, 12)]  # (B, h, L, d_k), (B, h, L, S), (B, L, d_model)
     assert _truths("9.3") == [(1, 2, 4, 4), (1, 4, 8), (1, 4, 6)]  # (B, h, L, d_v), (B, L, h d_v), (B, L, d_model)

@@ -227,14 +227,15 @@ def _block_inputs():
 
 @_exercise("3.1")
 def _projection_shape():
-    B, L, d, h = 2, 4, 512, 8
-    truth = tuple(project(torch.zeros(B, L, d), MultiHeadAttention(d, h).W_q).shape)
+    B, L, S, d, h = 2, 4, 6, 512, 8
+    truth = tuple(project(torch.zeros(B, S, d), MultiHeadAttention(d, h).W_k).shape)
     return [_shape_choice(
-        f"Q 的形状是 {_shape((B, L, d))}，层有 {h} 个头。`W_q` 投影之后，Q′ 的形状是？", truth,
-        f"nn.Linear 只改最后一维，W_q 把 {d} 维映射回 {d} 维，形状不变；头数这时还没起作用。",
-        [((B, h, L, d // h), "这是分头之后的形状；W_q 本身不分头，分头是下一步（第 4 章）。"),
-         ((B, L, d // h), f"W_q 是 nn.Linear({d}, {d})，输出宽度是 d_model = {d}，不是一个头的 d_k = {d // h}。"),
-         ((d, d), "这是权重矩阵 W_q.weight 的形状，不是投影结果的形状。")])]
+        f"交叉注意力：Query 的形状是 {_shape((B, L, d))}，Key 的形状是 {_shape((B, S, d))}，层有 {h} 个头。"
+        "`W_k` 投影之后，K′ 的形状是？", truth,
+        f"nn.Linear 只改最后一维：K 有 S = {S} 个 token，投影后还是 {S} 个，宽度 {d} 映射回 {d}；头数这时还没起作用。",
+        [((B, L, d), f"K′ 来自 K 那句话，长度是 S = {S}；L = {L} 是 Query 的长度。"),
+         ((B, h, S, d // h), "这是分头之后的形状；W_k 本身不分头，分头是下一步（第 4 章）。"),
+         ((d, d), "这是权重矩阵 W_k.weight 的形状，不是投影结果的形状。")])]
 
 
 def _count(module: nn.Module) -> int:

@@ -1,8 +1,13 @@
 """Checkers for chapter 03, step 2: the three Linear projections.
 
-* 3.1 ``check_projection_shape``: predict the shape of Q' = Q W^Q.
-* 3.2 ``check_count_parameters``: parameters of the whole layer, with and without bias.
-* 3.3 ``check_project_matmul``: write the projection as ``x @ W.T + b``.
+* 3.1 ``check_cross_projection_shapes``: predict Q', K', V' in cross-attention (L != S).
+* 3.2 ``check_count_parameters_general``: parameters of a layer whose heads are d_k (queries, keys) and d_v
+  (values) wide, d_k, d_v free.
+* 3.3 ``check_project_packed``: Q', K', V' from one packed (3·d_model, d_model) weight, as nn.MultiheadAttention
+  stores it, with matrix products only.
+
+The earlier tasks keep their checkers (saved notebooks call them): ``check_projection_shape``,
+``check_count_parameters``, ``check_project_matmul``.
 """
 from __future__ import annotations
 
@@ -11,10 +16,11 @@ from torch import nn
 
 from mha.steps import project
 
-from ._core import (LINEAR, Mistake, as_int, as_shape, call, checker, expect_close, expect_gradients,
+from ._core import (LINEAR, PREDICT_SHAPES, Mistake, as_shape_dict, as_int, as_shape, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
 
-__all__ = ["check_projection_shape", "check_count_parameters", "check_project_matmul"]
+__all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_project_packed",
+           "check_projection_shape", "check_count_parameters", "check_project_matmul"]
 
 
 # ---------------------------------------------------------------- 3.1
@@ -36,7 +42,7 @@ def _shape_answer(value, what: str) -> tuple:
         raise
 
 
-@checker("ch03", "3.1", "预测 Linear 之后的形状")
+@checker("ch03", "3.1", "预测 Linear 之后的形状", listed=False)
 def check_projection_shape(fn):
     """``fn(B, L, d_model, n_heads)`` must return the shape of ``W_q(Q)`` for Q of shape (B, L, d_model)."""
     for B, L, d_model, n_heads in [(2, 4, 512, 8), (3, 5, 4, 2), (1, 7, 12, 3), (4, 1, 64, 16)]:
@@ -74,7 +80,7 @@ def _count_without_building_a_layer(fn, d_model, n_heads, bias):
                               "想一想每个 nn.Linear(d_model, d_model) 有多少个权重和偏置")
 
 
-@checker("ch03", "3.2", "数一数整层的参数")
+@checker("ch03", "3.2", "数一数整层的参数", listed=False)
 def check_count_parameters(fn):
     """``fn(d_model, n_heads, bias)`` must return the number of parameters of the whole layer, by a formula."""
     for d_model, n_heads in [(512, 8), (6, 2), (64, 4), (12, 3), (8, 1)]:
@@ -128,7 +134,7 @@ def _project(fn, x, lin, where):
         raise
 
 
-@checker("ch03", "3.3", "用矩阵乘法实现投影")
+@checker("ch03", "3.3", "用矩阵乘法实现投影", listed=False)
 def check_project_matmul(fn):
     """``fn(x, linear)`` must return ``x @ linear.weight.T + linear.bias`` without calling ``linear(x)``,
     ``F.linear`` or ``mha.project``; float32 or float64 results, and gradients must reach x, W and b."""
@@ -161,3 +167,112 @@ def check_project_matmul(fn):
     x = torch.randn(2, 3, 4, requires_grad=True)
     out = expect_tensor(_project(fn, x, lin, "x 需要梯度时"), "返回值")
     expect_gradients(out, {"x": x}, "x 需要梯度时的返回值")
+
+
+# ---------------------------------------------------------------- 3.1 (cross-attention: L != S)
+PROJECTION_KEYS = ("q", "k", "v")
+
+
+@checker("ch03", "3.1", "交叉注意力里三个投影之后的形状（L ≠ S）")
+def check_cross_projection_shapes(fn):
+    """``fn(B, L, S, d_model, n_heads) -> {"q": shape, "k": shape, "v": shape}``: the shapes of W_q(Q), W_k(K),
+    W_v(V) for Q of shape (B, L, d_model) and K = V of shape (B, S, d_model). Predicted, not run."""
+    from mha.layer import MultiHeadAttention
+
+    for B, L, S, d_model, h in [(2, 4, 6, 512, 8), (3, 5, 2, 12, 3), (1, 1, 7, 8, 2)]:
+        got = as_shape_dict(call(fn, B, L, S, d_model, h, what="你的函数", forbid=PREDICT_SHAPES() + (LINEAR,),
+                                 shortcut_hint="请从参数推出形状，不要真的运行投影"), PROJECTION_KEYS, "返回值")
+        layer = MultiHeadAttention(d_model, h)
+        with torch.no_grad():
+            want = {"q": tuple(layer.W_q(torch.zeros(B, L, d_model)).shape),
+                    "k": tuple(layer.W_k(torch.zeros(B, S, d_model)).shape),
+                    "v": tuple(layer.W_v(torch.zeros(B, S, d_model)).shape)}
+        args = f"(B, L, S, d_model, n_heads) = {(B, L, S, d_model, h)}"
+        for key in PROJECTION_KEYS:
+            value = got[key]
+            if value == want[key]:
+                continue
+            if key == "q" and value == (B, S, d_model):
+                raise Mistake(f"{args} 时 q 答成了 {value}：Q′ 来自 Query，长度是 L = {L}；S 是 Key/Value 那句话的长度")
+            if key in ("k", "v") and value == (B, L, d_model):
+                raise Mistake(f"{args} 时 {key} 答成了 {value}：{key.upper()}′ 来自 {key.upper()} 那句话，长度是 S = {S}，"
+                              f"不是 Query 的 L = {L}；Linear 只改最后一维，长度保持不变")
+            if len(value) == 4:
+                raise Mistake(f"{args} 时 {key} 答成了 {value}：这是分头之后的形状；投影本身不分头，仍是三维")
+            raise Mistake(f"{args} 时 {key} 应为 {want[key]}，你答的是 {value}：Linear 只改最后一维（d_model → d_model）")
+
+
+# ---------------------------------------------------------------- 3.2 (d_k and d_v free)
+def _general_count(d_model, h, d_k, d_v, bias):
+    return (2 * (d_model * h * d_k + (h * d_k if bias else 0)) + d_model * h * d_v + (h * d_v if bias else 0)
+            + h * d_v * d_model + (d_model if bias else 0))
+
+
+@checker("ch03", "3.2", "数参数：每个头的宽度 d_k、d_v 可以任意")
+def check_count_parameters_general(fn):
+    """``fn(d_model, n_heads, d_k, d_v, bias)``: parameters of W_q, W_k: d_model -> h·d_k, W_v: d_model -> h·d_v,
+    W_o: h·d_v -> d_model (each nn.Linear with or without bias), by a formula."""
+    for d, h, d_k, d_v in [(512, 8, 64, 64), (12, 3, 5, 2), (8, 2, 3, 7), (6, 1, 4, 4)]:
+        for bias in (True, False):
+            got = as_int(call(fn, d, h, d_k, d_v, bias, what="你的函数",
+                              forbid=(("nn.Module（建一个层）", nn.Module.__init__),),
+                              shortcut_hint="这道题要你用公式算，不要创建任何 nn.Module（包括 nn.Linear）去数"), "返回值")
+            want = _general_count(d, h, d_k, d_v, bias)
+            if got == want:
+                continue
+            args = f"(d_model, n_heads, d_k, d_v, bias) = {(d, h, d_k, d_v, bias)}"
+            b = 1 if bias else 0
+            if got == 4 * (d * d + b * d):
+                raise Mistake(f"{args} 时你答 {got}：这是 d_k = d_v = d_model / n_heads 时的答案；这里每个头的宽度是给定的 "
+                              f"d_k = {d_k}、d_v = {d_v}，四个 Linear 不再都是 d_model × d_model。应为 {want}")
+            if got == 3 * (d * h * d_k + b * h * d_k) + h * d_k * d + b * d:
+                raise Mistake(f"{args} 时你答 {got}：把 W_v 和 W_o 也按 d_k 算了；值的宽度是 d_v，W_v 输出 h·d_v 维，W_o 输入 h·d_v 维")
+            if got == _general_count(d, h, d_k, d_v, bias) - h * d_v * d - b * d:
+                raise Mistake(f"{args} 时你答 {got}：忘了 W_o（h·d_v → d_model）")
+            if got == _general_count(d, 1, d_k, d_v, bias):
+                raise Mistake(f"{args} 时你答 {got}：只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维")
+            if bias and got == _general_count(d, h, d_k, d_v, False):
+                raise Mistake(f"{args} 时你答 {got}：bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数")
+            if bias and got == _general_count(d, h, d_k, d_v, False) + h * d_k * 2 + h * d_v + h * d_v:
+                raise Mistake(f"{args} 时你答 {got}：W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")
+            raise Mistake(f"{args} 时你答 {got}，应为 {want}：每个 nn.Linear(in, out) 有 in·out 个权重"
+                          f"{'和 out 个偏置' if bias else ''}")
+
+
+# ---------------------------------------------------------------- 3.3 (one packed weight, as nn.MultiheadAttention stores it)
+@checker("ch03", "3.3", "从叠在一起的 in_proj_weight 算出 Q′、K′、V′")
+def check_project_packed(fn):
+    """``fn(x (B, L, d), in_proj_weight (3d, d), in_proj_bias (3d,) or None) -> (q, k, v)``, each ``x @ W_i.T + b_i``
+    for the i-th (d, d) block (Q, K, V in order); only matrix products, no F.linear / Linear call / mha.project."""
+    for B, L, d, bias in [(2, 3, 4, True), (1, 5, 6, False), (3, 2, 8, True)]:
+        x = torch.randn(B, L, d, dtype=torch.float64, requires_grad=True)
+        W = torch.randn(3 * d, d, dtype=torch.float64, requires_grad=True)
+        b = torch.randn(3 * d, dtype=torch.float64, requires_grad=True) if bias else None
+        where = f"x {(B, L, d)}、in_proj_weight {(3 * d, d)}、in_proj_bias {'(%d,)' % (3 * d) if bias else 'None'}"
+        out = call(fn, x, W, b, what="你的函数", forbid=(LINEAR, project),
+                   shortcut_hint="请把 in_proj_weight 切成三块，只用矩阵乘法（@）和加法算出 x @ W_i.T + b_i")
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            raise Mistake(f"{where} 时应该返回三个张量 (q, k, v)，却返回了 {type(out).__name__}"
+                          + (f"（长度 {len(out)}）" if isinstance(out, (tuple, list)) else ""))
+        got = [expect_tensor(t, f"返回的 {n}") for n, t in zip("qkv", out)]
+        blocks = W.detach().chunk(3)
+        biases = b.detach().chunk(3) if bias else (0, 0, 0)
+        want = [x.detach() @ w.T + bb for w, bb in zip(blocks, biases)]
+        for name, g, w_, i in zip("qkv", got, want, range(3)):
+            if tuple(g.shape) != tuple(w_.shape):
+                raise Mistake(f"{where} 时 {name} 的形状应该是 {tuple(w_.shape)}，实际是 {tuple(g.shape)}："
+                              "in_proj_weight 竖着叠了三块 (d, d)，每块给一个投影")
+            if torch.allclose(g.detach().double(), w_, atol=1e-6):
+                continue
+            for j, other in enumerate(want):
+                if j != i and torch.allclose(g.detach().double(), other, atol=1e-6):
+                    raise Mistake(f"{where} 时 {name} 用了第 {j} 块：in_proj_weight 按 Q、K、V 的顺序叠放，{name} 是第 {i} 块")
+            if torch.allclose(g.detach().double(), x.detach() @ blocks[i] + (biases[i] if bias else 0), atol=1e-6):
+                raise Mistake(f"{where} 时 {name} 忘了转置：每一块是 (out, in)，要算 x @ W_i.T")
+            if bias and torch.allclose(g.detach().double(), x.detach() @ blocks[i].T, atol=1e-6):
+                raise Mistake(f"{where} 时 {name} 忘了加偏置：in_proj_bias 也按 Q、K、V 切成三段")
+            if torch.allclose(g.detach().double(), x.detach() @ W.detach().T[:, i::3] + (b.detach()[i::3] if bias else 0), atol=1e-6):
+                raise Mistake(f"{where} 时 {name} 是交错取的行（每隔 3 行取一行）：三块是上下叠在一起的，连续的 d 行是一块")
+            expect_close(g, w_, f"{where} 时的 {name}", hint="应为 x @ W_i.T + b_i，W_i 是 in_proj_weight 的第 i 块")
+        expect_gradients(sum(t.sum() for t in got), {"x": x, "in_proj_weight": W, **({"in_proj_bias": b} if bias else {})},
+                         f"{where} 时的返回值")

@@ -1,8 +1,12 @@
 """Checkers for chapter 04, step 3: split heads.
 
 * 4.1 ``check_split_shape``: predict the shape after the split.
-* 4.2 ``check_split_heads``: implement ``split_heads`` with view + transpose (no ``mha``).
-* 4.3 ``check_per_head_linears``: cut one big Linear into h small per-head Linears.
+* 4.2 ``check_split_bug``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape on
+  which it is right anyway (n_heads >= 2), and fix it.
+* 4.3 ``check_big_from_heads``: the reverse of cutting: merge h small Linears of any width d_k into one.
+
+The earlier tasks keep their checkers: ``check_split_heads`` (implement split_heads),
+``check_per_head_linears`` (cut one big Linear into h small ones).
 
 The answer keys come from :func:`mha.split_heads` itself.
 """
@@ -16,7 +20,7 @@ from mha.steps import split_heads
 from ._core import (Mistake, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, part)
 
-__all__ = ["check_split_shape", "check_split_heads", "check_per_head_linears"]
+__all__ = ["check_split_shape", "check_split_bug", "check_big_from_heads", "check_split_heads", "check_per_head_linears"]
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
@@ -57,7 +61,7 @@ def check_split_shape(fn):
 SPLIT_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2), (2, 4, 8, 64)]  # (B, L, h, d_k)
 
 
-@checker("ch04", "4.2", "实现 split_heads")
+@checker("ch04", "4.2", "实现 split_heads", listed=False)
 def check_split_heads(fn):
     """``fn(x, n_heads)``: (B, L, d_model) -> (B, h, L, d_k), head i = dims [i*d_k, (i+1)*d_k); no ``mha``."""
     for B, L, n_heads, d_k in SPLIT_CASES:
@@ -140,7 +144,7 @@ def _apply(x: torch.Tensor, params) -> torch.Tensor:
     return torch.stack([F.linear(x, w.double(), None if b is None else b.double()) for w, b in params], dim=1)
 
 
-@checker("ch04", "4.3", "把一个大 Linear 拆成每个头的小 Linear")
+@checker("ch04", "4.3", "把一个大 Linear 拆成每个头的小 Linear", listed=False)
 def check_per_head_linears(fn):
     """``fn(W_q, n_heads)`` must return h ``nn.Linear(d_model, d_k)``; head i uses rows [i*d_k, (i+1)*d_k).
 
@@ -171,3 +175,85 @@ def check_per_head_linears(fn):
                 raise Mistake(f"{where} 时每个头的权重对了，但偏置不对：第 i 个头的偏置是 bias[i*d_k:(i+1)*d_k]")
         expect_close(got, want, f"{where} 时把 h 个小 Linear 的输出叠起来",
                      hint="第 i 个小 Linear 的 weight = W_q.weight[i*d_k:(i+1)*d_k]，bias = W_q.bias[i*d_k:(i+1)*d_k]")
+
+
+# ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)
+def split_heads_buggy(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """The bug of exercise 4.2: straight to (B, h, L, d_k), without the (B, L, h, d_k) view and the transpose."""
+    B, L, d_model = x.shape
+    return x.reshape(B, n_heads, L, d_model // n_heads)
+
+
+@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose")
+def check_split_bug(answer):
+    """``answer = {"right_anyway": (B, L, d_model, n_heads), "fixed": split_heads function}``: a shape with
+    n_heads >= 2 on which :func:`split_heads_buggy` happens to give the right heads, and the fixed function."""
+    from ._core import NotDone, is_stub
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict) or not {"right_anyway", "fixed"} <= set(answer):
+        raise Mistake('答案应该是字典 {"right_anyway": (B, L, d_model, n_heads), "fixed": 函数}，'
+                      f"却收到了 {type(answer).__name__}" + ("（缺少键）" if isinstance(answer, dict) else ""))
+    shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
+    if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
+        raise Mistake(f'answer["right_anyway"] 应该是 (B, L, d_model, n_heads)，四个 1 到 512 之间的整数，却是 {shape}')
+    B, L, d_model, n_heads = shape
+    if d_model % n_heads:
+        raise Mistake(f'answer["right_anyway"] = {shape}：n_heads = {n_heads} 要整除 d_model = {d_model}')
+    if n_heads < 2:
+        raise Mistake(f'answer["right_anyway"] = {shape}：只有一个头时怎么切都一样；找一个 n_heads ≥ 2 的形状')
+    x = torch.randn(B, L, d_model)
+    if not torch.equal(split_heads_buggy(x, n_heads), split_heads(x, n_heads)):
+        raise Mistake(f'answer["right_anyway"] = {shape}：在这个形状上 split_heads_buggy 是错的。想一想 reshape 按内存顺序'
+                      "依次填满 (h, L, d_k)：什么时候“先填第 0 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
+    fixed = part(answer["fixed"], 'answer["fixed"]')
+    try:
+        check_split_heads.__wrapped__(fixed)
+    except Mistake as m:
+        raise Mistake(f'形状找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
+
+
+# ---------------------------------------------------------------- 4.3 (the reverse: h small Linears -> one)
+MERGE_CASES = [(6, 2, 3), (8, 3, 2), (4, 2, 5), (10, 1, 4)]  # (d_model, n_heads, d_k): d_k need not be d_model / h
+
+
+def _smalls(d_model: int, n_heads: int, d_k: int) -> list:
+    smalls = [nn.Linear(d_model, d_k) for _ in range(n_heads)]
+    with torch.no_grad():
+        for s in smalls:
+            s.weight.normal_()
+            s.bias.normal_()
+    return smalls
+
+
+@checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear")
+def check_big_from_heads(fn):
+    """``fn(smalls)``: h ``nn.Linear(d_model, d_k)`` -> one ``nn.Linear(d_model, h*d_k)`` whose output, split
+    into h heads of d_k, equals the small Linears' outputs (head i = rows [i*d_k, (i+1)*d_k))."""
+    for d_model, n_heads, d_k in MERGE_CASES:
+        smalls = _smalls(d_model, n_heads, d_k)
+        where = f"{n_heads} 个 nn.Linear({d_model}, {d_k})"
+        big = part(call(fn, list(smalls), what="你的函数"), "你的函数的返回值")
+        if not isinstance(big, nn.Linear):
+            raise Mistake(f"{where} 时应该返回一个 nn.Linear，却返回了 {type(big).__name__}")
+        W, b = big.weight, big.bias
+        if tuple(W.shape) == (d_k, n_heads * d_model) and n_heads > 1:
+            raise Mistake(f"{where} 时大 Linear 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
+                          "weight 是 (out, in)，每个头贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
+        if tuple(W.shape) != (n_heads * d_k, d_model):
+            raise Mistake(f"{where} 时大 Linear 的 weight 形状应为 (h·d_k, d_model) = {(n_heads * d_k, d_model)}，实际是 {tuple(W.shape)}")
+        if b is None:
+            raise Mistake(f"{where} 时大 Linear 没有偏置：小 Linear 都有偏置，把它们也按头的顺序接起来")
+        if not W.requires_grad:
+            raise Mistake("大 Linear 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+        x = torch.randn(2, 3, d_model)
+        with torch.no_grad():
+            want = torch.stack([s(x) for s in smalls], dim=1)  # (B, h, L, d_k)
+            got = F.linear(x, W, b).view(2, 3, n_heads, d_k).transpose(1, 2)
+            no_bias = torch.stack([x @ s.weight.T for s in smalls], dim=1)
+            if torch.allclose(got, no_bias, atol=1e-5):
+                raise Mistake(f"{where} 时权重对了，但偏置没有接过来（torch.cat([s.bias for s in smalls])）")
+            if n_heads > 1 and torch.allclose(got, want.flip(1), atol=1e-5):
+                raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 是大 weight 的第 i 段行")
+        expect_close(got, want, f"{where} 时合成的大 Linear 分头后的输出",
+                     hint="大 weight = torch.cat([s.weight for s in smalls], dim=0)，bias 同理")

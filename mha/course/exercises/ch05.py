@@ -1,7 +1,8 @@
 """Checkers for chapter 05, 步骤 4：并行 Attention.
 
 * 5.1 predict the shape of the scores ``Q K^T / sqrt(d_k)`` when L != S;
-* 5.2 predict the variance of a dot product before and after the scale;
+* 5.2 predict the variance of a dot product when q has variance 4, after the usual scale, and the divisor that
+  brings it to 1 (``check_dot_product_variance`` grades the earlier task, unit variances);
 * 5.3 implement scaled dot-product attention with a mask (no ``mha``, no ``F.scaled_dot_product_attention``).
 
 Decision for 5.3 (documented in the notebook too): a query row whose keys are
@@ -22,7 +23,7 @@ from mha.steps import attention_scores, fused_attention, masked_softmax, scaled_
 from ._core import (SDPA, Mistake, torch_mha, NotDone, as_number, as_shape, call, checker, expect_close,
                     expect_gradients, expect_shape, expect_tensor, is_plain_tensor, is_stub)
 
-__all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention"]
+__all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention", "check_dot_product_variance_scaled"]
 
 
 # ---------------------------------------------------------------- 5.1
@@ -85,7 +86,7 @@ def _two_numbers(answer) -> list:
     return list(answer)
 
 
-@checker("ch05", "5.2", "预测点积的方差（缩放前 / 缩放后）")
+@checker("ch05", "5.2", "预测点积的方差（缩放前 / 缩放后）", listed=False)
 def check_dot_product_variance(answer):
     """``answer``: ``(var_unscaled, var_scaled)`` of ``q · k`` and ``q · k / sqrt(d_k)`` for d_k = 256.
 
@@ -119,6 +120,44 @@ def check_dot_product_variance(answer):
             raise Mistake(f"缩放后的方差 {scaled:g} 接近，但不是准确值（差了 {abs(scaled / want_scaled - 1):.0%}）："
                           f"这道题要推出理论值。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}")
         raise Mistake(f"缩放后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}")
+
+
+# ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
+SCALED_QUESTION = {"d_k": 64, "var_q": 4.0, "var_k": 1.0}
+
+
+@checker("ch05", "5.2", "输入的方差不是 1 时，点积的方差和该除的数")
+def check_dot_product_variance_scaled(answer):
+    """``answer = (Var(q·k), Var(q·k / sqrt(d_k)), c)`` for d_k = 64, q entries of variance 4, k entries of
+    variance 1 (independent, mean 0); c is the number q·k must be divided by to get variance 1."""
+    if is_stub(answer):
+        raise NotDone()
+    if (isinstance(answer, np.ndarray) or is_plain_tensor(answer)) and tuple(answer.shape) == (3,):
+        answer = list(answer)
+    if not isinstance(answer, (tuple, list)) or len(answer) != 3:
+        raise Mistake("答案应该是三个数组成的元组：(缩放前的方差, 除以 √d_k 之后的方差, 让方差回到 1 要除的数)")
+    raw, scaled, divisor = (as_number(v, name) for v, name in zip(answer, ("缩放前的方差", "除以 √d_k 之后的方差", "要除的数")))
+    q = SCALED_QUESTION
+    d, vq, vk = q["d_k"], q["var_q"], q["var_k"]
+    want_raw = d * vq * vk  # Var(Σ q_j k_j) = Σ Var(q_j) Var(k_j)
+    want_scaled, want_div = want_raw / d, math.sqrt(want_raw)
+    if not _near(raw, want_raw, VARIANCE_RTOL):
+        if _near(raw, d, 0.05):
+            raise Mistake(f"缩放前填了 {raw:g} = d_k：那是各分量方差都为 1 时的答案；这里 q 的分量方差是 {vq:g}，"
+                          f"每一项 q_j k_j 的方差是 Var(q_j)·Var(k_j) = {vq * vk:g}")
+        if _near(raw, d * math.sqrt(vq), 0.05):
+            raise Mistake(f"缩放前填了 {raw:g}：用了 q 的标准差 {math.sqrt(vq):g}；每一项的方差是方差之积 Var(q_j)·Var(k_j)")
+        raise Mistake(f"缩放前的方差 {raw:g} 不对。提示：q·k = Σ q_j k_j，{d} 个独立项，每一项的方差是 Var(q_j)·Var(k_j)")
+    if not _near(scaled, want_scaled, VARIANCE_RTOL):
+        if _near(scaled, 1.0, 0.05):
+            raise Mistake(f"除以 √d_k 之后的方差不是 1：√d_k 只除掉了项数 d_k 带来的增长，分量本身的方差 {vq * vk:g} 还在")
+        raise Mistake(f"除以 √d_k 之后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}")
+    if not _near(divisor, want_div, VARIANCE_RTOL):
+        if _near(divisor, want_raw, 0.05):
+            raise Mistake(f"要除的数填了 {divisor:g}：那是方差本身；除以 c 时方差除以 c²，所以 c 是方差的平方根")
+        if _near(divisor, math.sqrt(d), 0.05):
+            raise Mistake(f"要除的数填了 √d_k = {divisor:g}：那只够让方差为 1 的输入回到 1；这里还要除掉 √({vq * vk:g})")
+        raise Mistake(f"要除的数 {divisor:g} 不对。提示：让 Var(q·k / c) = Var(q·k) / c² 等于 1")
 
 
 # ---------------------------------------------------------------- 5.3

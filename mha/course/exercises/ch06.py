@@ -1,8 +1,11 @@
 """Checkers for chapter 06, 步骤 5：Concat.
 
 * 6.1 predict the shapes after ``transpose(1, 2)`` and after ``view``;
-* 6.2 implement ``merge_heads`` (no ``mha``);
-* 6.3 take head i back out of the concatenated tensor.
+* 6.2 a bug hunt: a merge_heads without its transpose; which properties fail (computed on the buggy
+  function), and the fix;
+* 6.3 swap two heads inside the concatenated tensor (slices of the last axis, without changing the input).
+
+The earlier tasks keep their checkers: ``check_merge_heads``, ``check_head_from_concat``.
 
 The answer keys come from :func:`mha.merge_heads` and :func:`mha.split_heads` themselves.
 """
@@ -14,7 +17,7 @@ from mha.steps import merge_heads, split_heads
 from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub)
 
-__all__ = ["check_concat_shapes", "check_merge_heads", "check_head_from_concat"]
+__all__ = ["check_concat_shapes", "check_merge_bug", "check_swap_heads", "check_merge_heads", "check_head_from_concat"]
 
 # ---------------------------------------------------------------- 6.1
 CONCAT_CASE = (3, 4, 5, 16)  # heads: (B, h, L, d_k)
@@ -69,7 +72,7 @@ def call_merge(fn, x, what):
         raise
 
 
-@checker("ch06", "6.2", "实现 merge_heads")
+@checker("ch06", "6.2", "实现 merge_heads", listed=False)
 def check_merge_heads(fn):
     """``fn(x)``: (B, h, L, d_k) -> (B, L, h * d_k), the inverse of split_heads; no ``mha``, x unchanged."""
     for B, h, L, d_k in MERGE_CASES:
@@ -105,7 +108,7 @@ def check_merge_heads(fn):
 HEAD_CASES = [(2, 3, 4, 5), (1, 4, 6, 2)]  # (B, L, h, d_k), h != d_k
 
 
-@checker("ch06", "6.3", "从 Concat 的结果里取回第 i 个头")
+@checker("ch06", "6.3", "从 Concat 的结果里取回第 i 个头", listed=False)
 def check_head_from_concat(fn):
     """``fn(concat, i, n_heads)``: concat (B, L, h * d_k), i from 0 (head_1) -> head i's (B, L, d_k)."""
     for B, L, h, d_k in HEAD_CASES:
@@ -133,3 +136,110 @@ def check_head_from_concat(fn):
                 raise Mistake("把 concat 直接 view 成 (B, h, L, d_k) 会打乱 token 和头；"
                               "应该 view 成 (B, L, h, d_k) 再取 [:, :, i]，或者直接切最后一维")
             expect_close(out, want, f"第 i={i} 个头", hint="concat[..., i*d_k:(i+1)*d_k]")
+
+
+# ---------------------------------------------------------------- 6.2 (bug hunt: no transpose)
+def merge_heads_buggy(x: torch.Tensor) -> torch.Tensor:
+    """The bug of exercise 6.2: (B, h, L, d_k) reshaped straight to (B, L, h·d_k), without the transpose."""
+    B, h, L, d_k = x.shape
+    return x.reshape(B, L, h * d_k)
+
+
+PROPERTIES = {
+    "shape": "返回的形状是 (B, L, h·d_k)",
+    "undoes_split": "merge(split_heads(x, h)) 还原出 x",
+    "per_token": "输出的第 t 行只用到各个头的第 t 个 token",
+    "same_numbers": "输出里的数和输入是同一批数（只是换了位置）",
+}
+
+
+def _properties_that_fail(merge) -> set:
+    """Which of :data:`PROPERTIES` ``merge`` breaks, measured on an input with h != d_k and L > 1."""
+    B, h, L, d_k = 2, 3, 4, 5
+    x = torch.randn(B, L, h * d_k)
+    heads = split_heads(x, h)  # (B, h, L, d_k)
+    out = merge(heads)
+    fails = set()
+    if tuple(out.shape) != (B, L, h * d_k):
+        fails.add("shape")
+    if out.shape != x.shape or not torch.equal(out, x):
+        fails.add("undoes_split")
+    marked = torch.zeros(B, h, L, d_k)
+    marked[:, :, 1] = 1.0  # token 1 of every head
+    rows = merge(marked).reshape(B, L, -1).abs().sum(-1)[0]  # (L,)
+    if rows.nonzero().flatten().tolist() != [1]:
+        fails.add("per_token")
+    if not torch.equal(out.flatten().sort().values, heads.flatten().sort().values):
+        fails.add("same_numbers")
+    return fails
+
+
+@checker("ch06", "6.2", "找 bug：merge_heads 少了 transpose")
+def check_merge_bug(answer):
+    """``answer = {"fails": [property keys], "fixed": merge_heads function}``: which of :data:`PROPERTIES`
+    :func:`merge_heads_buggy` breaks, and the fixed function."""
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict) or not {"fails", "fixed"} <= set(answer):
+        raise Mistake('答案应该是字典 {"fails": [...], "fixed": 函数}' + ("，缺少键" if isinstance(answer, dict) else
+                                                                         f"，却收到了 {type(answer).__name__}"))
+    fails = answer["fails"]
+    if fails is Ellipsis:
+        raise NotDone()
+    if isinstance(fails, str):
+        fails = [fails]
+    if not isinstance(fails, (list, tuple, set, frozenset)) or not all(isinstance(f, str) for f in fails):
+        raise Mistake(f'answer["fails"] 应该是性质名字的列表，例如 ["shape"]，可选的有 {list(PROPERTIES)}')
+    unknown = [f for f in fails if f not in PROPERTIES]
+    if unknown:
+        raise Mistake(f'answer["fails"] 里有不认识的名字 {unknown}；可选的有 {list(PROPERTIES)}')
+    truth = _properties_that_fail(merge_heads_buggy)
+    said = set(fails)
+    for key in sorted(said - truth):
+        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{'形状总是对的，所以这个 bug 很难发现' if key == 'shape' else '只是换了位置，数还是那些数' if key == 'same_numbers' else '再试一试'}")
+    for key in sorted(truth - said):
+        raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
+    fixed = answer["fixed"]
+    if fixed is Ellipsis:
+        raise NotDone()
+    try:
+        check_merge_heads.__wrapped__(fixed)
+    except Mistake as m:
+        raise Mistake(f'性质都找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
+
+
+# ---------------------------------------------------------------- 6.3 (swap two heads in the concat)
+SWAP_CASES = [(2, 3, 4, 5, 0, 2), (1, 4, 3, 2, 2, 0), (2, 2, 6, 3, 1, 1)]  # (B, L, h, d_k, i, j)
+
+
+@checker("ch06", "6.3", "在 Concat 的结果里交换两个头")
+def check_swap_heads(fn):
+    """``fn(concat (B, L, h·d_k), i, j, n_heads)``: a new tensor with the d_k columns of heads i and j exchanged;
+    ``concat`` itself must not change; gradients reach it."""
+    for B, L, h, d_k, i, j in SWAP_CASES:
+        concat = torch.randn(B, L, h * d_k, requires_grad=True)
+        where = f"concat {(B, L, h * d_k)}、i={i}、j={j}、n_heads={h}"
+        out = expect_tensor(call(fn, concat, i, j, h, what="swap_heads", forbid=(merge_heads, split_heads)), "返回值")
+        heads = concat.detach().view(B, L, h, d_k).clone()
+        heads[:, :, [i, j]] = heads[:, :, [j, i]]
+        want = heads.reshape(B, L, h * d_k)
+        expect_shape(out, want.shape, f"{where} 时的返回值", hint="交换头不改变形状")
+        if torch.allclose(out.detach(), want):
+            expect_gradients(out, {"concat": concat}, f"{where} 时的返回值")
+            continue
+        tokens = concat.detach().clone()
+        if max(i, j) < L:
+            tokens[:, [i, j]] = tokens[:, [j, i]]
+            if torch.allclose(out.detach(), tokens):
+                raise Mistake(f"{where} 时你交换的是第 {i}、{j} 个 token（第 1 个轴），不是头：头在最后一个轴上，"
+                              "第 i 个头是 [i*d_k, (i+1)*d_k) 这几列")
+        overwritten = concat.detach().view(B, L, h, d_k).clone()
+        overwritten[:, :, i] = overwritten[:, :, j]  # the second copy reads the already overwritten head
+        both_j = overwritten.reshape(B, L, h * d_k)
+        overwritten = concat.detach().view(B, L, h, d_k).clone()
+        overwritten[:, :, j] = overwritten[:, :, i]
+        both_i = overwritten.reshape(B, L, h * d_k)
+        if i != j and (torch.allclose(out.detach(), both_j) or torch.allclose(out.detach(), both_i)):
+            raise Mistake(f"{where} 时两个头变成了同一个：先把一段复制过去，再复制回来时读到的已经是被覆盖的值；"
+                          "先 clone 一份原来的头 i（或一次性用索引 [j, i] 取出）再交换")
+        raise Mistake(f"{where} 时结果不对：头 i 的 d_k 列和头 j 的 d_k 列要互换，别的列不动")

@@ -1,8 +1,11 @@
 """Checkers for chapter 07, 步骤 6：最终 Linear W^O.
 
-* 7.1 count the parameters of W^O;
-* 7.2 compute the layer's output from the heads: ``Concat(head_1, ..., head_h) W^O + b``;
-* 7.3 split the output into one contribution per head: ``head_i W^O_i``.
+* 7.1 count the parameters of W^O when the heads are d_v wide (d_v != d_model / h);
+* 7.2 go back: recover the concatenated heads from the output and W^O (a linear system);
+* 7.3 the output with one head switched off, and why it equals the output minus that head's contribution.
+
+The earlier tasks keep their checkers: ``check_w_o_params``, ``check_output_from_heads``,
+``check_head_contributions``.
 """
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from mha.steps import merge_heads, project
 from ._core import (Mistake, NotDone, as_int, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub)
 
-__all__ = ["check_w_o_params", "check_output_from_heads", "check_head_contributions"]
+__all__ = ["check_w_o_params_dv", "check_concat_from_output", "check_output_without_head", "check_w_o_params",
+           "check_output_from_heads", "check_head_contributions"]
 
 # ---------------------------------------------------------------- 7.1
 W_O_D_MODEL, W_O_HEADS = 512, 8  # the lecture's layer
@@ -24,7 +28,7 @@ def _count(modules) -> int:
     return sum(p.numel() for m in modules for p in m.parameters())
 
 
-@checker("ch07", "7.1", "数一数 W^O 的参数")
+@checker("ch07", "7.1", "数一数 W^O 的参数", listed=False)
 def check_w_o_params(answer):
     """``answer``: the number of parameters of the lecture layer's ``W_o = nn.Linear(512, 512)`` (weight and bias)."""
     if is_stub(answer):
@@ -86,7 +90,7 @@ def _answers(fn, what: str):
         yield (B, h, L, d_k), heads, W_o, _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)), what)
 
 
-@checker("ch07", "7.2", "从各个头的输出算出最终输出")
+@checker("ch07", "7.2", "从各个头的输出算出最终输出", listed=False)
 def check_output_from_heads(fn):
     """``fn(heads, W_o)``: heads (B, h, L, d_k), W_o ``nn.Linear(d_model, d_model)`` -> (B, L, d_model).
 
@@ -113,7 +117,7 @@ def check_output_from_heads(fn):
     _gradient_check(fn, *OUTPUT_CASES[0], what="最终输出", wrt_bias=True)
 
 
-@checker("ch07", "7.3", "把输出拆成每个头的贡献 head_i W^O_i")
+@checker("ch07", "7.3", "把输出拆成每个头的贡献 head_i W^O_i", listed=False)
 def check_head_contributions(fn):
     """``fn(heads, W_o)``: (B, h, L, d_k) -> (B, h, L, d_model), entry i = ``head_i @ W^O_i`` (no bias).
 
@@ -144,3 +148,89 @@ def check_head_contributions(fn):
         total = out.detach().double().sum(dim=1) + b.double()  # (B, L, d_model)
         expect_close(total, W_o(merge_heads(heads)).detach(), "各头贡献之和加 bias")
     _gradient_check(fn, *OUTPUT_CASES[0], what="每个头的贡献", wrt_bias=False)
+
+
+# ---------------------------------------------------------------- 7.1 (heads d_v wide)
+W_O_DV_QUESTION = {"d_model": 512, "n_heads": 8, "d_v": 32}
+
+
+@checker("ch07", "7.1", "W^O 的参数：每个头只有 d_v 维时")
+def check_w_o_params_dv(answer):
+    """``answer``: parameters of W^O = nn.Linear(h·d_v, d_model) (with bias) for d_model 512, 8 heads of d_v = 32."""
+    if is_stub(answer):
+        raise NotDone()
+    n = as_int(answer, "W^O 的参数个数")
+    q = W_O_DV_QUESTION
+    d, h, d_v = q["d_model"], q["n_heads"], q["d_v"]
+    right = _count([nn.Linear(h * d_v, d)])
+    if n == right:
+        return
+    if n == d * d + d:
+        raise Mistake(f"{n} 是 nn.Linear({d}, {d}) 的参数：这里 Concat 之后只有 h·d_v = {h * d_v} 维，W^O 是 nn.Linear({h * d_v}, {d})")
+    if n == h * d_v * d:
+        raise Mistake(f"{n} 只数了权重 ({d}, {h * d_v})，忘了 bias：W^O 的输出有 {d} 维，就有 {d} 个偏置")
+    if n == h * d_v * d + h * d_v:
+        raise Mistake(f"{n} 的偏置数错了：偏置的个数等于输出维数 d_model = {d}，不是输入的 h·d_v = {h * d_v}")
+    if n == d_v * d + d:
+        raise Mistake(f"{n} 只算了一个头的 d_v = {d_v} 维输入；W^O 读的是 h 个头拼起来的 h·d_v = {h * d_v} 维")
+    raise Mistake(f"{n} 不对。提示：W^O 把 Concat 后的 h·d_v 维映射回 d_model 维")
+
+
+# ---------------------------------------------------------------- 7.2 (back from the output to the concat)
+@checker("ch07", "7.2", "反推：从输出和 W^O 求出 Concat")
+def check_concat_from_output(fn):
+    """``fn(out (B, L, d_model), W_o nn.Linear(d_model, d_model)) -> concat (B, L, d_model)`` with
+    ``W_o(concat) == out`` (W_o is invertible here)."""
+    for B, L, d in [(2, 3, 4), (1, 5, 6)]:
+        W_o = _layer(d).double()
+        with torch.no_grad():
+            W_o.weight.add_(3 * torch.eye(d, dtype=torch.float64))  # well conditioned
+            concat = torch.randn(B, L, d, dtype=torch.float64)
+            out = W_o(concat)
+        where = f"out {(B, L, d)}、W_o = nn.Linear({d}, {d})"
+        got = _float_tensor(call(fn, out, W_o, what="你的函数", forbid=(MultiHeadAttention,)), f"{where} 时的返回值")
+        expect_shape(got, concat.shape, f"{where} 时的返回值")
+        if _matches(got, concat, atol=1e-6):
+            continue
+        W, b = W_o.weight.detach(), W_o.bias.detach()
+        if _matches(got, out @ torch.linalg.inv(W).T, atol=1e-6):
+            raise Mistake(f"{where} 时忘了先减去偏置：out = concat @ W.T + b，所以 concat = (out − b) @ (W.T)⁻¹")
+        if _matches(got, (out - b) @ torch.linalg.inv(W), atol=1e-6):
+            raise Mistake(f"{where} 时转置错了：out − b = concat @ W.T，两边右乘 (W.T)⁻¹，即 torch.linalg.inv(W).T"
+                          "（或用 torch.linalg.solve）")
+        if _matches(got, (out - b) @ W, atol=1e-6):
+            raise Mistake(f"{where} 时你乘的是 W 而不是它的逆：要“撤销”一次矩阵乘法，需要逆矩阵（torch.linalg.inv 或 torch.linalg.solve）")
+        expect_close(got, concat, f"{where} 时反推出的 concat", hint="检查：W_o(你的结果) 应该等于 out")
+
+
+# ---------------------------------------------------------------- 7.3 (switch one head off)
+@checker("ch07", "7.3", "关掉一个头之后的输出")
+def check_output_without_head(fn):
+    """``fn(heads (B, h, L, d_k), W_o, i) -> (B, L, d_model)``: the output when head i's output is replaced by
+    zeros (the bias stays); it equals the full output minus head i's contribution head_i W^O_i."""
+    for B, h, L, d_k in OUTPUT_CASES:
+        for i in (0, h - 1):
+            heads, W_o = torch.randn(B, h, L, d_k, requires_grad=True), _layer(h * d_k)
+            where = f"heads {(B, h, L, d_k)}、i={i}"
+            got = _float_tensor(call(fn, heads, W_o, i, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)),
+                                f"{where} 时的返回值")
+            with torch.no_grad():
+                off = heads.detach().clone()
+                off[:, i] = 0
+                want = W_o(off.transpose(1, 2).reshape(B, L, h * d_k))
+                full = W_o(heads.detach().transpose(1, 2).reshape(B, L, h * d_k))
+            expect_shape(got, want.shape, f"{where} 时的返回值")
+            if _matches(got, want):
+                expect_gradients(got, {"heads": heads, "W_o.weight": W_o.weight}, f"{where} 时的返回值")
+                continue
+            if _matches(got, want - W_o.bias.detach()):
+                raise Mistake(f"{where} 时偏置也被去掉了：关掉的只是头 {i} 的输出，W^O 的偏置 b 不属于任何一个头，要保留")
+            other = h - 1 - i
+            if h > 1 and other != i:
+                off2 = heads.detach().clone()
+                off2[:, other] = 0
+                if _matches(got, W_o(off2.transpose(1, 2).reshape(B, L, h * d_k)).detach()):
+                    raise Mistake(f"{where} 时关掉的是头 {other}：头 i 在 Concat 里占 [i*d_k, (i+1)*d_k) 这几列")
+            if _matches(got, full):
+                raise Mistake(f"{where} 时输出没有变：头 {i} 的输出要换成 0 再过 W^O")
+            raise Mistake(f"{where} 时结果不对：把头 {i} 的输出置零（或从完整输出里减去 head_i W^O_i），偏置保留")

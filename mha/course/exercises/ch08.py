@@ -20,7 +20,7 @@ from mha.steps import attention_scores, merge_heads, project, scaled_dot_product
 from ._core import (SDPA, Mistake, torch_mha, NotDone, as_shape_dict, call, checker, expect_close,
                     expect_gradients, expect_tensor, is_stub)
 
-__all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention"]
+__all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -393,3 +393,44 @@ def check_my_multihead_attention(cls):
     with torch.no_grad():
         want = torch_ref(x, x, x)[0]
     expect_close(out, want, "和 nn.MultiheadAttention 的比较")
+
+
+# ---------------------------------------------------------------- 8.4 (bug hunt: the scale uses d_model)
+SCALE_QUESTION = {"d_model": 512, "n_heads": 8}
+
+
+def _scores_ratio(d_model: int, n_heads: int) -> float:
+    """buggy / right scaled scores, measured: the buggy layer divides Q K^T by sqrt(d_model) instead of sqrt(d_k)."""
+    d_k = d_model // n_heads
+    q, k = torch.randn(1, n_heads, 3, d_k, dtype=torch.float64), torch.randn(1, n_heads, 3, d_k, dtype=torch.float64)
+    raw = q @ k.transpose(-2, -1)
+    return float(((raw / math.sqrt(d_model)) / (raw / math.sqrt(d_k))).mean())
+
+
+@checker("ch08", "8.4", "找 bug：缩放用了 √d_model")
+def check_scale_bug(answer):
+    """``answer = {"right_anyway_heads": int, "factor": float}``: for d_model = 512, the n_heads with which a layer
+    dividing by sqrt(d_model) (instead of sqrt(d_k)) is right anyway, and by what factor its scaled scores
+    differ from the right ones when n_heads = 8."""
+    from ._core import as_int, as_number, part
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict) or not {"right_anyway_heads", "factor"} <= set(answer):
+        raise Mistake('答案应该是字典 {"right_anyway_heads": 整数, "factor": 数}' + ("，缺少键" if isinstance(answer, dict)
+                                                                                  else f"，却收到了 {type(answer).__name__}"))
+    d, h = SCALE_QUESTION["d_model"], SCALE_QUESTION["n_heads"]
+    heads = as_int(part(answer["right_anyway_heads"], 'answer["right_anyway_heads"]'), 'answer["right_anyway_heads"]')
+    if heads < 1 or d % heads:
+        raise Mistake(f'answer["right_anyway_heads"] = {heads}：头数要能整除 d_model = {d}')
+    if abs(_scores_ratio(d, heads) - 1) > 1e-9:
+        raise Mistake(f'answer["right_anyway_heads"] = {heads} 时 d_k = {d // heads} ≠ d_model，两种缩放不一样；'
+                      "什么时候 d_k = d_model / n_heads 正好等于 d_model？")
+    factor = as_number(part(answer["factor"], 'answer["factor"]'), 'answer["factor"]')
+    want = _scores_ratio(d, h)
+    if abs(factor - want) <= 0.01 * want:
+        return
+    if abs(factor - 1 / want) <= 0.01 / want:
+        raise Mistake(f"factor = {factor:g} 反了：√d_model 比 √d_k 大，除以它得到的分数更小，是正确值的 √(d_k / d_model) 倍")
+    if abs(factor - want ** 2) <= 0.01 * want ** 2:
+        raise Mistake(f"factor = {factor:g} 是 d_k / d_model：分数除以的是平方根，倍数是 √(d_k / d_model)")
+    raise Mistake(f"factor = {factor:g} 不对：buggy 的分数 = QKᵀ/√d_model，正确的 = QKᵀ/√d_k，两者相除是多少？")

@@ -22,7 +22,7 @@ from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
 from ._core import (PREDICT_SHAPES, SDPA, Mistake, torch_mha, as_shape_dict, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
 
-__all__ = ["check_padding_mask", "check_one_head_weights", "check_middle_widths"]
+__all__ = ["check_padding_mask", "check_one_head_weights", "check_middle_widths", "check_zero_weights"]
 
 
 # ---------------------------------------------------------------- 9.1 padding mask
@@ -242,3 +242,42 @@ def check_middle_widths(fn):
             if got[key] != want[key]:
                 raise Mistake(_width_mistake(key, got[key], want[key], B, L, d_model, h, d_k, d_v)
                               + f"（B={B}, L={L}, d_model={d_model}, n_heads={h}, d_k={d_k}, d_v={d_v}）")
+
+
+# ---------------------------------------------------------------- 9.4 (predict: how many attention weights are 0)
+ZERO_QUESTION = {"B": 2, "h": 2, "L": 4, "lengths": [4, 2]}  # self-attention, key padding mask from the lengths
+
+
+def zero_weights_truth(B, h, L, lengths) -> int:
+    """Count the exact zeros of the layer's weights (B, h, L, L) under the key padding mask (computed, not assumed)."""
+    from mha.masks import padding_mask_from_lengths
+    torch.manual_seed(9)
+    layer = MultiHeadAttention(4 * h, h).eval()
+    x = torch.randn(B, L, 4 * h)
+    with torch.no_grad():
+        _, weights = layer(x, x, x, padding_mask_from_lengths(lengths, L), need_weights=True)
+    return int((weights == 0).sum())
+
+
+@checker("ch09", "9.4", "预测：padding 之后有多少个注意力权重是 0")
+def check_zero_weights(answer):
+    """``answer``: how many entries of the (B, h, L, L) weights are exactly 0 for B = 2 sentences of L = 4 tokens
+    with lengths [4, 2], h = 2 heads and the key padding mask (B, 1, 1, S)."""
+    from ._core import NotDone, as_int, is_stub
+    if is_stub(answer):
+        raise NotDone()
+    n = as_int(answer, "你的答案")
+    q = ZERO_QUESTION
+    B, h, L, lengths = q["B"], q["h"], q["L"], q["lengths"]
+    truth = zero_weights_truth(B, h, L, lengths)
+    if n == truth:
+        return
+    per_head = sum(L * (L - n_real) for n_real in lengths)
+    if n == per_head:
+        raise Mistake(f"{n} 只数了一个头：每个头都有一张 (L, S) 的权重表，h = {h} 个头都一样被挡住")
+    if n == h * sum(L * L - n_real * n_real for n_real in lengths):
+        raise Mistake(f"{n} 把 PAD 的 query 行也当成了全 0：padding mask 的形状是 (B, 1, 1, S)，只挡 key（列）；"
+                      "PAD 位置的 query 仍然对真实 token 分配权重，这一行加起来还是 1")
+    if n == h * sum(L - n_real for n_real in lengths):
+        raise Mistake(f"{n} 每个 PAD key 只数了一次：每个 query 行都挡住这个 key，一共 L = {L} 行")
+    raise Mistake(f"{n} 不对。提示：被挡住的是 key 的列；第二句有 {L - lengths[1]} 个 PAD key，每个 query、每个头都看不到它们")

@@ -16,7 +16,7 @@ from mha.masks import causal_mask, normalize_mask, padding_mask
 from mha.steps import apply_causal, attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
 from ._core import PREDICT_SHAPES, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor
 
-__all__ = ["check_causal_mask", "check_combine_masks", "check_cross_attention_shapes"]
+__all__ = ["check_causal_mask", "check_combine_masks", "check_cross_attention_shapes", "check_cache_step_mask"]
 
 
 def _as_bool(out: torch.Tensor) -> torch.Tensor:
@@ -220,3 +220,47 @@ def check_cross_attention_shapes(fn):
             if got[key] != want[key]:
                 raise Mistake(_shape_mistake(key, got[key], want[key], B, L, S, d_model, n_heads)
                               + f"（B={B}, L={L}, S={S}, d_model={d_model}, n_heads={n_heads}）")
+
+
+# ---------------------------------------------------------------- 10.4 (a KV-cache step: the mask's alignment)
+BUGGY_S = 5  # the question: one new query after 4 cached tokens, with a top-left aligned tril
+
+
+@checker("ch10", "10.4", "KV cache 的一步：因果掩码要对齐右下角")
+def check_cache_step_mask(answer):
+    """``answer = {"buggy_sees": [key positions], "mask": fn}``: which keys the new token (L = 1, S = 5) may see
+    with ``torch.ones(1, 5).tril().bool()`` (top-left aligned), and ``fn(L, S) -> (L, S) bool`` for L new
+    queries after S - L cached tokens (query r sits at position S - L + r)."""
+    from ._core import NotDone, is_stub, part
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict) or not {"buggy_sees", "mask"} <= set(answer):
+        raise Mistake('答案应该是字典 {"buggy_sees": [...], "mask": 函数}' + ("，缺少键" if isinstance(answer, dict)
+                                                                           else f"，却收到了 {type(answer).__name__}"))
+    from .ch01 import _as_index_list
+    sees = sorted(set(_as_index_list(part(answer["buggy_sees"], 'answer["buggy_sees"]'), 'answer["buggy_sees"]')))
+    truth = torch.ones(1, BUGGY_S).tril().bool()[0].nonzero().flatten().tolist()
+    if sees != truth:
+        if sees == list(range(BUGGY_S)):
+            raise Mistake(f'answer["buggy_sees"] = {sees} 是正确掩码下的结果；tril() 默认从左上角对齐，'
+                          f"(1, {BUGGY_S}) 的第 0 行只保留第 0 列")
+        raise Mistake(f'answer["buggy_sees"] = {sees} 不对：算一算 torch.ones(1, {BUGGY_S}).tril() 的第 0 行')
+    fn = part(answer["mask"], 'answer["mask"]')
+    for L, S in [(1, 5), (2, 6), (3, 3), (1, 1), (4, 7)]:
+        out = expect_tensor(call(fn, L, S, what="你的掩码函数", forbid=(causal_mask, apply_causal)), f"mask({L}, {S})")
+        want = causal_mask(L, S)
+        expect_shape(out, (L, S), f"mask({L}, {S})", hint="(L, S)：每个新 query 一行，cache 里和新来的全部 key 一列")
+        got = out.bool() if out.dtype != torch.bool else out
+        if torch.equal(got, want):
+            if out.dtype != torch.bool:
+                raise Mistake(f"mask({L}, {S}) 的位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool")
+            continue
+        if torch.equal(got, torch.ones(L, S, dtype=torch.bool).tril()):
+            raise Mistake(f"mask({L}, {S}) 对齐在左上角（tril() 没有偏移）：新 query r 在位置 {S - L} + r，"
+                          f"它能看 0 到 {S - L} + r 的 key；用 tril(diagonal=S − L)")
+        if torch.equal(got, ~want):
+            raise Mistake(f"mask({L}, {S}) 的极性反了：True 表示可以看")
+        if torch.equal(got, torch.ones(L, S, dtype=torch.bool)):
+            raise Mistake(f"mask({L}, {S}) 全是 True：L > 1 时新来的 query 之间仍要遮住后面的那些")
+        bad = (got != want).nonzero()[0].tolist()
+        raise Mistake(f"mask({L}, {S}) 在 (query, key) = {tuple(bad)} 处不对：query r 能看 key j 当且仅当 j ≤ (S − L) + r")
