@@ -243,9 +243,9 @@ def test_combine_tries_non_square_masks():
 
 def test_cross_attention_key_matches_the_layer():
     """The answer key is computed by running mha; it agrees with the worked-out shapes."""
-    from mha.exercises.ch10 import _cross_shapes
+    from mha.exercises.ch10 import cross_shapes
 
-    assert _cross_shapes(2, 3, 5, 8, 2) == shapes_ok(2, 3, 5, 8, 2)
+    assert cross_shapes(2, 3, 5, 8, 2) == shapes_ok(2, 3, 5, 8, 2)
 
 
 # ---------------------------------------------------------------- 10.4 (a KV-cache step)

@@ -212,14 +212,14 @@ def hook_inplace(head, d_k):
 
 
 def hook_via_mha(head, d_k):
-    from mha.numerals.model import _zero_head_hook
-    return _zero_head_hook(head, d_k)
+    from mha.numerals.model import zero_head_hook
+    return zero_head_hook(head, d_k)
 
 
 def hook_calls_mha_inside(head, d_k):
     def hook(module, inputs):
-        from mha.numerals.model import _zero_head_hook
-        return _zero_head_hook(head, d_k)(module, inputs)
+        from mha.numerals.model import zero_head_hook
+        return zero_head_hook(head, d_k)(module, inputs)
     return hook
 
 

@@ -1,6 +1,6 @@
 """Figures speak Chinese and stay readable on a phone: every glyph in the shipped subset, text >= 9 CSS px.
 
-``mha.viz._style.smallest_text_px`` measures a figure the way the site shows it: the PNG (tight box,
+``mha.viz.style.smallest_text_px`` measures a figure the way the site shows it: the PNG (tight box,
 100 dpi) at its natural width or scaled down to the 358 px column of a 390 px phone.
 """
 import ast
@@ -18,7 +18,7 @@ import torch  # noqa: E402
 from fontTools.ttLib import TTFont  # noqa: E402
 
 from mha.viz import cjk  # noqa: E402
-from mha.viz._style import MIN_TEXT_PX, PHONE_COLUMN_PX, SCREEN_DPI, smallest_text_px  # noqa: E402
+from mha.viz.style import MIN_TEXT_PX, PHONE_COLUMN_PX, SCREEN_DPI, smallest_text_px  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("[01][0-9]_*.ipynb"))

@@ -98,12 +98,12 @@ def page_tables(model) -> dict:
     import matplotlib
 
     from mha.numerals import data
-    from mha.viz import _style
+    from mha.viz import style
     from mha.viz.numerals import BLOCK_TITLES, head_label, row_label
 
     cfg = model.cfg
     n_layers = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-    cmap = matplotlib.colormaps[_style.CMAP]
+    cmap = matplotlib.colormaps[style.CMAP]
     return {
         "model": KIND,
         "config": cfg.to_dict(),
@@ -117,7 +117,7 @@ def page_tables(model) -> dict:
         "blocks": [{"name": b, "title": BLOCK_TITLES[b], "layers": [row_label(b, l) for l in range(n_layers[b])]}
                    for b in BLOCK_TITLES],
         "heads": [head_label(i) for i in range(cfg.n_heads)],
-        "colormap": {"name": _style.CMAP,
+        "colormap": {"name": style.CMAP,
                      "colors": [matplotlib.colors.to_hex(cmap(i / (COLORS - 1))) for i in range(COLORS)]},
     }
 

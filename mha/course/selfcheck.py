@@ -182,8 +182,8 @@ def _block_label(choice) -> str:
 def _reference_block(block: str) -> tuple:
     """The (query, key, value, mask) names the checker's reference solution picks for ``block``."""
     B, S, L = 2, 5, 3
-    tensors, masks = ch02._block_case(B, S, L, 4, [S, 3], [L, 2])
-    query, key, value, mask = ch02._reference_block(block, masks=masks, **tensors)
+    tensors, masks = ch02.block_case(B, S, L, 4, [S, 3], [L, 2])
+    query, key, value, mask = ch02.reference_block(block, masks=masks, **tensors)
     named_masks = {"src_padding": masks["src_padding"], "tgt_padding": masks["tgt_padding"],
                    "causal": masks["causal"], "tgt_padding & causal": masks["tgt_padding"] & masks["causal"]}
 
@@ -289,11 +289,7 @@ def _scores_shape():
         f"交叉注意力：B = {B}，query 每句 L = {L} 个 token，key/value 每句 S = {S} 个，d_model = {d}，"
         f"n_heads = {h}。分头之后 scores = Q Kᵀ / √d_k 的形状是？", truth,
         "每个头是 (L, d_k) @ (d_k, S) = (L, S)，再带上前面的 (B, h)。",
-        [((B, h, L, d_k), "这是 weights @ V 之后每个头输出的形状；scores 的最后一维数的是 key（S 个），"
-                          "d_k 在 Q Kᵀ 里被求和消掉了。"),
-         ((B, h, S, L), "L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key。"),
-         ((B, h, L, L), "交叉注意力里 L ≠ S，scores 不一定是方阵。"),
-         ((B, L, S), "少了头这一维：每个头都有自己的一张分数表。")])]
+        [(shapes[0], f"{shapes[0]} {why}。") for shapes, why in ch05.scores_mistakes()[:4]])]
 
 
 def measured_variance(d_k: int, n: int = 20_000, scale: bool = False) -> float:
@@ -411,7 +407,7 @@ def _padding_mask_kind():
 @_exercise("9.3")
 def _middle_widths():
     B, L, d, h, d_k, d_v = 1, 4, 6, 2, 2, 4  # the chapter's example
-    shapes = ch09._middle_shapes(B, L, d, h, d_k, d_v)
+    shapes = ch09.middle_shapes(B, L, d, h, d_k, d_v)
     setting = (f"自注意力，B = {B}，L = {L}，d_model = {d}，n_heads = {h}，但每个头的 Q、K 宽 d_k = {d_k}，"
                f"V 宽 d_v = {d_v}。")
     return [
@@ -468,7 +464,7 @@ def _combined_shape():
 @_exercise("10.3")
 def _cross_shapes():
     B, L, S, d, h = 2, 3, 5, 8, 2
-    shapes = ch10._cross_shapes(B, L, S, d, h)
+    shapes = ch10.cross_shapes(B, L, S, d, h)
     setting = f"交叉注意力：B = {B}，解码器一侧 L = {L}（query），编码器一侧 S = {S}（key/value），d_model = {d}，n_heads = {h}。"
     return [
         _shape_choice(setting + "编码器一侧的 padding mask（`mha.padding_mask` 的形状）是？", shapes["mask"],

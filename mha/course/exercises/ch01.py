@@ -69,7 +69,7 @@ def _true_changed_positions(kind: str, L: int, k: int, d_model: int = 4) -> list
     return moved.nonzero().flatten().tolist()
 
 
-def _as_index_list(value, what: str) -> list[int]:
+def as_index_list(value, what: str) -> list[int]:
     """A list of position numbers: list/tuple/set/range, a 1-d integer tensor or array; each item via as_int."""
     if isinstance(value, torch.Tensor):
         if value.dtype == torch.bool:
@@ -99,8 +99,8 @@ def check_changed_positions(answer):
     if missing:
         raise Mistake(f"字典里缺少键 {missing}；需要 \"linear\" 和 \"mha\" 两个键")
     L, k = POSITIONS_QUESTION["L"], POSITIONS_QUESTION["changed"]
-    lin = sorted(set(_as_index_list(part(answer["linear"], 'answer["linear"]'), 'answer["linear"]')))
-    att = sorted(set(_as_index_list(part(answer["mha"], 'answer["mha"]'), 'answer["mha"]')))
+    lin = sorted(set(as_index_list(part(answer["linear"], 'answer["linear"]'), 'answer["linear"]')))
+    att = sorted(set(as_index_list(part(answer["mha"], 'answer["mha"]'), 'answer["mha"]')))
     every = list(range(L))
     for key, got in (("linear", lin), ("mha", att)):
         if any(p < 0 or p >= L for p in got):
@@ -190,7 +190,7 @@ def check_changed_positions_cross(answer):
         raise Mistake(f"字典里缺少键 {missing}；需要 \"change_kv\" 和 \"change_q\" 两个键")
     L, S = CROSS_POSITIONS_QUESTION["L"], CROSS_POSITIONS_QUESTION["S"]
     k_kv, k_q = CROSS_POSITIONS_QUESTION["kv_changed"], CROSS_POSITIONS_QUESTION["q_changed"]
-    got = {key: sorted(set(_as_index_list(part(answer[key], f'answer["{key}"]'), f'answer["{key}"]')))
+    got = {key: sorted(set(as_index_list(part(answer[key], f'answer["{key}"]'), f'answer["{key}"]')))
            for key in ("change_kv", "change_q")}
     for key, positions in got.items():
         if any(p < 0 or p >= L for p in positions):
@@ -341,7 +341,7 @@ def check_changed_positions_fn(fn):
     both versions and return, in ascending order, the positions j whose output vector changed."""
     for name, f, x, k in _position_cases():
         what = f"changed_positions({name}, x {tuple(x.shape)}, k={k})"
-        out = _as_index_list(call(fn, f, x, k, what="changed_positions"), f"{what} 的返回值")
+        out = as_index_list(call(fn, f, x, k, what="changed_positions"), f"{what} 的返回值")
         truth = _changed_positions_reference(f, x, k)
         if out == truth:
             continue

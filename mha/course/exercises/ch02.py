@@ -239,7 +239,7 @@ def check_build_x(fn):
 BLOCKS = ("encoder_self", "decoder_masked_self", "decoder_cross")
 
 
-def _block_case(B: int, S: int, L: int, d_model: int, src_lengths, tgt_lengths):
+def block_case(B: int, S: int, L: int, d_model: int, src_lengths, tgt_lengths):
     """Random, pairwise different tensors for one check, and the masks the student may pick from."""
     tensors = {"enc_x": torch.randn(B, S, d_model), "dec_x": torch.randn(B, L, d_model),
                "dec_h": torch.randn(B, L, d_model), "enc_out": torch.randn(B, S, d_model)}
@@ -282,7 +282,7 @@ def _as_full_mask(mask, B, Lq, Sk, block) -> torch.Tensor | None:
                       f"这个块的 query 有 {Lq} 个、key 有 {Sk} 个") from None
 
 
-def _reference_block(block, enc_x, dec_x, dec_h, enc_out, masks):
+def reference_block(block, enc_x, dec_x, dec_h, enc_out, masks):
     if block == "encoder_self":
         return enc_x, enc_x, enc_x, masks["src_padding"]
     if block == "decoder_masked_self":
@@ -362,7 +362,7 @@ def check_block_inputs(fn):
 
     cases = [(2, 5, 3, 8, [5, 3], [3, 2]), (1, 4, 6, 6, [3], [4]), (3, 6, 4, 4, [6, 2, 4], [4, 1, 3])]
     for B, S, L, d_model, src_lengths, tgt_lengths in cases:
-        tensors, masks = _block_case(B, S, L, d_model, src_lengths, tgt_lengths)
+        tensors, masks = block_case(B, S, L, d_model, src_lengths, tgt_lengths)
         for block in BLOCKS:
             call_what = f'block_inputs("{block}", ...)'
             out = call(fn, block, tensors["enc_x"], tensors["dec_x"], tensors["dec_h"], tensors["enc_out"], masks,
@@ -382,7 +382,7 @@ def check_block_inputs(fn):
                                   "三个块的 Q、K、V 都是直接选用现成的张量，不用再做计算（投影在层内部做）")
             if mask is Ellipsis:
                 raise NotDone()
-            rq, rk, rv, rmask = _reference_block(block, **tensors, masks=masks)
+            rq, rk, rv, rmask = reference_block(block, **tensors, masks=masks)
             want = {name: _which(t, tensors, block, name) for name, t in (("query", rq), ("key", rk), ("value", rv))}
             if src != want:
                 got_s = f"Q={src['query']}, K={src['key']}, V={src['value']}"

@@ -30,6 +30,25 @@ __all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention"
 SCORES_CASE = dict(B=3, n_heads=4, L=5, S=7, d_model=64)  # d_k = 16
 
 
+def scores_mistakes() -> list:
+    """5.1's typical wrong shapes for SCORES_CASE, each with why it is wrong: ``[(shapes, explanation)]``.
+
+    The checker names them; the self-check on the page offers the first shape of each as a wrong choice.
+    """
+    B, h, L, S = (SCORES_CASE[k] for k in ("B", "n_heads", "L", "S"))
+    d_k = SCORES_CASE["d_model"] // h
+    return [
+        (((B, h, L, d_k),), "是 weights @ V 之后每个头输出的形状 (B, h, L, d_k)；"
+                            "scores 的最后一维数的是 key 有几个（S），d_k 在 Q Kᵀ 里被求和消掉了"),
+        (((B, h, S, L),), "把 L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key，所以是 (B, h, L, S)"),
+        (((B, h, L, L), (B, h, S, S)), f"是一个方阵，但这里 query 有 L={L} 个、key 有 S={S} 个，"
+                                        "scores 不一定是方阵（交叉注意力里 L ≠ S）"),
+        (((B, L, S), (B, S, L)), "少了头这一维：每个头都有自己的一张分数表"),
+        (((B, L, h, S), (h, B, L, S)), "的轴顺序不对：分头之后头的轴紧跟在 batch 后面，(B, h, ...)"),
+        (((B, h, d_k, d_k),), "是 Kᵀ Q 那一类的形状；Q Kᵀ 是 (L, d_k) @ (d_k, S)，被消掉的是 d_k"),
+    ]
+
+
 @checker("ch05", "5.1", "预测 scores 的形状")
 def check_scores_shape(answer):
     """``answer``: the shape of ``Q K^T / sqrt(d_k)`` for SCORES_CASE, as a tuple."""
@@ -41,21 +60,9 @@ def check_scores_shape(answer):
     right = tuple(attention_scores(torch.zeros(B, h, L, d_k), torch.zeros(B, h, S, d_k)).shape)  # (B, h, L, S)
     if shape == right:
         return
-    if shape == (B, h, L, d_k):
-        raise Mistake(f"{shape} 是 weights @ V 之后每个头输出的形状 (B, h, L, d_k)；"
-                      "scores 的最后一维数的是 key 有几个（S），d_k 在 Q Kᵀ 里被求和消掉了")
-    if shape == (B, h, S, L):
-        raise Mistake(f"{shape} 把 L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key，"
-                      "所以是 (B, h, L, S)")
-    if shape in ((B, h, L, L), (B, h, S, S)):
-        raise Mistake(f"{shape} 是一个方阵，但这里 query 有 L={L} 个、key 有 S={S} 个，"
-                      "scores 不一定是方阵（交叉注意力里 L ≠ S）")
-    if shape in ((B, L, S), (B, S, L)):
-        raise Mistake(f"{shape} 少了头这一维：每个头都有自己的一张分数表")
-    if shape in ((B, L, h, S), (h, B, L, S)):
-        raise Mistake(f"{shape} 的轴顺序不对：分头之后头的轴紧跟在 batch 后面，(B, h, ...)")
-    if shape == (B, h, d_k, d_k):
-        raise Mistake(f"{shape} 是 Kᵀ Q 那一类的形状；Q Kᵀ 是 (L, d_k) @ (d_k, S)，被消掉的是 d_k")
+    for shapes, why in scores_mistakes():
+        if shape in shapes:
+            raise Mistake(f"{shape} {why}")
     raise Mistake(f"{shape} 不对。提示：每个头里 Q 是 (L, d_k)，Kᵀ 是 (d_k, S)，"
                   f"再带上前面的 (B, h) 两维；这里 B={B}, h={h}, L={L}, S={S}, d_k={d_k}")
 

@@ -188,7 +188,7 @@ WIDTH_KEYS = ("q_proj", "v_proj", "q", "k", "v", "scores", "heads", "concat", "o
 
 
 @torch.no_grad()
-def _middle_shapes(B, L, d_model, n_heads, d_k, d_v):
+def middle_shapes(B, L, d_model, n_heads, d_k, d_v):
     """Every shape of self-attention with free middle widths, by running the package's steps."""
     h = n_heads
     x = torch.zeros(B, L, d_model)
@@ -237,7 +237,7 @@ def check_middle_widths(fn):
     for B, L, d_model, h, d_k, d_v in configs:
         answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=PREDICT_SHAPES())
         got = as_shape_dict(answer, WIDTH_KEYS, "shapes")
-        want = _middle_shapes(B, L, d_model, h, d_k, d_v)
+        want = middle_shapes(B, L, d_model, h, d_k, d_v)
         for key in WIDTH_KEYS:
             if got[key] != want[key]:
                 raise Mistake(_width_mistake(key, got[key], want[key], B, L, d_model, h, d_k, d_v)

@@ -141,7 +141,7 @@ KEYS = ("mask", "q", "k", "v", "scores", "weights", "heads", "output")
 
 
 @torch.no_grad()
-def _cross_shapes(B, L, S, d_model, n_heads):
+def cross_shapes(B, L, S, d_model, n_heads):
     """Every shape of cross-attention, by running the package's layer step by step."""
     layer = MultiHeadAttention(d_model, n_heads, dropout=0.0)
     y = torch.zeros(B, L, d_model)  # decoder side: the queries
@@ -215,7 +215,7 @@ def check_cross_attention_shapes(fn):
     for B, L, S, d_model, n_heads in configs:
         answer = call(fn, B, L, S, d_model, n_heads, what="你的函数", forbid=PREDICT_SHAPES())
         got = as_shape_dict(answer, KEYS, "shapes")
-        want = _cross_shapes(B, L, S, d_model, n_heads)
+        want = cross_shapes(B, L, S, d_model, n_heads)
         for key in KEYS:
             if got[key] != want[key]:
                 raise Mistake(_shape_mistake(key, got[key], want[key], B, L, S, d_model, n_heads)
@@ -237,8 +237,8 @@ def check_cache_step_mask(answer):
     if not isinstance(answer, dict) or not {"buggy_sees", "mask"} <= set(answer):
         raise Mistake('答案应该是字典 {"buggy_sees": [...], "mask": 函数}' + ("，缺少键" if isinstance(answer, dict)
                                                                            else f"，却收到了 {type(answer).__name__}"))
-    from .ch01 import _as_index_list
-    sees = sorted(set(_as_index_list(part(answer["buggy_sees"], 'answer["buggy_sees"]'), 'answer["buggy_sees"]')))
+    from .ch01 import as_index_list
+    sees = sorted(set(as_index_list(part(answer["buggy_sees"], 'answer["buggy_sees"]'), 'answer["buggy_sees"]')))
     truth = torch.ones(1, BUGGY_S).tril().bool()[0].nonzero().flatten().tolist()
     if sees != truth:
         if sees == list(range(BUGGY_S)):

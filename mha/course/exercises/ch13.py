@@ -112,8 +112,8 @@ def _pad_shortcuts() -> tuple:
 
 
 def _hook_shortcuts() -> tuple:
-    from ..numerals.model import _zero_head_hook, ablate_heads
-    return (_zero_head_hook, ablate_heads)
+    from ..numerals.model import zero_head_hook, ablate_heads
+    return (zero_head_hook, ablate_heads)
 
 
 # ---------------------------------------------------------------- 13.2 greedy decoding with the KV cache

@@ -35,7 +35,7 @@ VEGALITE_MAJOR = alt.SCHEMA_VERSION.lstrip("v").split(".")[0]
 # knows that one would draw it with its own bundled Vega instead of Altair's output, and the
 # notebook would store the spec as JSON spread over thousands of lines.
 MIME_TYPE = f"application/vnd.mha.vegalite.v{VEGALITE_MAJOR}.json"
-WEIGHT_SCHEME = "viridis"  # the same colour map as the matplotlib heatmaps (mha.viz._style.CMAP)
+WEIGHT_SCHEME = "viridis"  # the same colour map as the matplotlib heatmaps (mha.viz.style.CMAP)
 MASKED_COLOR = "#9e9e9e"  # a masked cell: mid grey, readable on light and dark pages
 DECIMALS = 3  # every stored number: enough for the figures, keeps the specs small
 

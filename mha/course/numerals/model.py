@@ -302,7 +302,7 @@ class NumeralTransformer(nn.Module):
         return [(b, l, i) for b in BLOCKS for l in range(n_layers[b]) for i in range(self.cfg.n_heads)]
 
 
-def _zero_head_hook(head: int, d_k: int):
+def zero_head_hook(head: int, d_k: int):
     """A forward pre-hook for ``W_o``: zero head ``head``'s d_k columns of the Concat (B, L, d_model)."""
 
     def hook(module, inputs):
@@ -366,7 +366,7 @@ def ablate_heads(model: NumeralTransformer, heads, means: dict | None = None, mo
             if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < attn.n_heads:
                 raise ValueError(f"head must be an int in [0, {attn.n_heads - 1}], got {head!r}")
             if mode == "zero":
-                hook = _zero_head_hook(head, attn.d_k)
+                hook = zero_head_hook(head, attn.d_k)
             else:
                 mean, per_position = means[(block, layer, head)]
                 hook = _replace_head_hook(head, attn.d_k, mean if mode == "mean" else per_position)

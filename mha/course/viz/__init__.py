@@ -6,7 +6,7 @@ DejaVu Sans to the font subset shipped in ``mha/course/data/fonts``
 locally and in Colab, where no CJK font is installed. Tensor names and formulas
 stay symbols (mathtext or Unicode such as Wᴼ). A text mixing Chinese and ``$...$``
 cannot render (mathtext has no fallback): write such labels in two texts or with
-Unicode symbols. Figures are sized for a 390 px phone: ``mha.viz._style.smallest_text_px``
+Unicode symbols. Figures are sized for a 390 px phone: ``mha.viz.style.smallest_text_px``
 measures the smallest text in CSS px (tests/test_figure_text.py wants >= 9).
 """
 from .blocks import plot_attention_blocks

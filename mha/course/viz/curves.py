@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ._style import head_color
+from .style import head_color
 
 __all__ = ["plot_curves", "plot_benchmark"]
 

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 from matplotlib.colors import to_rgb
 from matplotlib.patches import Rectangle
 
-from ._style import head_color
+from .style import head_color
 
 __all__ = ["plot_head_split", "plot_concat", "split_layout"]
 

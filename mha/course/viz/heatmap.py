@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ._style import CMAP, label_grid, to_numpy
+from .style import CMAP, label_grid, to_numpy
 
 AXIS_KEY, AXIS_QUERY = "Key 位置", "Query 位置"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 
-from ._style import label_grid, to_numpy
+from .style import label_grid, to_numpy
 from .heatmap import AXIS_KEY, AXIS_QUERY
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ._style import CMAP, to_numpy
+from .style import CMAP, to_numpy
 
 __all__ = ["plot_head_matrices"]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ._style import CMAP, to_numpy
+from .style import CMAP, to_numpy
 from .heatmap import head_title
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ._style import CMAP, to_numpy
+from .style import CMAP, to_numpy
 from .cjk import cjk_font
 
 __all__ = ["plot_block_heads", "plot_head_panels", "plot_loss", "plot_head_table", "row_label", "head_label",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ._style import head_color
+from .style import head_color
 
 
 def plot_scaling(d_ks, var_raw, var_scaled, max_raw, max_scaled, grad_raw=None, grad_scaled=None):
