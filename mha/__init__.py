@@ -28,7 +28,7 @@ import importlib.util
 import sys
 import types
 
-from . import steps
+from . import masks, positional, steps
 from .gqa import GroupedQueryAttention
 from .interop import from_torch, to_torch
 from .kv_cache import KVCache
@@ -78,10 +78,10 @@ class _CourseAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         real = _course_name(fullname)
-        if real is None or importlib.util.find_spec(real) is None:
+        found = None if real is None else importlib.util.find_spec(real)  # imports the parents only
+        if found is None:
             return None
-        return importlib.util.spec_from_loader(fullname, self, is_package=hasattr(importlib.import_module(real),
-                                                                                 "__path__"))
+        return importlib.util.spec_from_loader(fullname, self, is_package=found.submodule_search_locations is not None)
 
     def create_module(self, spec):
         module = importlib.import_module(_course_name(spec.name))
@@ -99,8 +99,9 @@ class _CourseAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.find_spec(real).loader.get_code(real)
 
 
-if not any(isinstance(finder, _CourseAlias) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _CourseAlias())
+# One finder, also after importlib.reload(mha) (which defines the class anew).
+sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "_CourseAlias"]
+sys.meta_path.insert(0, _CourseAlias())
 
 
 def __getattr__(name: str):

@@ -75,7 +75,8 @@ class KVCache:
     def append(self, k: torch.Tensor, v: torch.Tensor) -> "KVCache":
         """Return a new cache with ``k``, ``v`` (B, h, S_new, d_k) added after the cached tokens.
 
-        Raises ``ValueError`` when B, h or d_k (or dtype/device) differ from the cached ones.
+        Raises ``ValueError`` when B, h or d_k (or the device) differ from the cached ones,
+        ``TypeError`` when the dtype does.
         """
         require_rank(require_float_tensor(k, "new keys"), 4, "new keys", "(B, h, S_new, d_k)")
         require_rank(require_float_tensor(v, "new values"), 4, "new values", "(B, h, S_new, d_k)")
@@ -89,10 +90,7 @@ class KVCache:
                 f"new keys must have shape (B, h, S_new, d_k) = ({B}, {h}, S_new, {d_k}) to match the cache, "
                 f"got {tuple(k.shape)}"
             )
-        if k.dtype != self.keys.dtype or k.device != self.keys.device:
-            raise ValueError(
-                f"new keys are {k.dtype} on {k.device} but the cache holds {self.keys.dtype} on {self.keys.device}"
-            )
+        require_same_dtype_device({"the cache keys": self.keys, "new keys": k})
         keys = torch.cat([self.keys, k], dim=2)  # (B, h, S + S_new, d_k)
         values = torch.cat([self.values, v], dim=2)  # (B, h, S + S_new, d_k)
         return KVCache(keys, values)

@@ -81,7 +81,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int = 512, n_heads: int = 8, dropout: float = 0.1, bias: bool = True,
                  fused: bool = True, n_kv_heads: int | None = None):
         super().__init__()
-        require_head_config(d_model, n_heads, dropout, n_kv_heads)
+        d_model, n_heads, dropout, n_kv_heads = require_head_config(d_model, n_heads, dropout, n_kv_heads)
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         self.group = n_heads // self.n_kv_heads
@@ -157,15 +157,15 @@ class MultiHeadAttention(nn.Module):
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be an mha.KVCache (use KVCache() to start), got {type(cache).__name__}")
         mask = self._validate(query, key, value, mask, is_causal, cache)
-        q = split_heads(self.W_q(query), self.n_heads)  # (B, h, L, d_k)
-        k = split_heads(self.W_k(key), self.n_kv_heads)  # (B, h_kv, S_new, d_k)
-        cache = cache.append(k, split_heads(self.W_v(value), self.n_kv_heads))  # (B, h_kv, S, d_k) each
+        q = split_heads(project(query, self.W_q), self.n_heads)  # (B, h, L, d_k)
+        k = split_heads(project(key, self.W_k), self.n_kv_heads)  # (B, h_kv, S_new, d_k)
+        cache = cache.append(k, split_heads(project(value, self.W_v), self.n_kv_heads))  # (B, h_kv, S, d_k) each
         k, v = repeat_kv_heads(cache.keys, self.group), repeat_kv_heads(cache.values, self.group)  # (B, h, S, d_k)
         if self.fused and not need_weights:
             heads, weights = fused_attention(q, k, v, mask, self._dropout_p(), is_causal), None  # (B, h, L, d_k)
         else:
             heads, weights = attention(q, k, v, mask, self.dropout, is_causal)  # (B, h, L, d_k), (B, h, L, S)
-        output = self.W_o(merge_heads(heads))  # (B, L, d_model)
+        output = project(merge_heads(heads), self.W_o)  # (B, L, d_model)
         return (output, weights, cache) if need_weights else (output, cache)
 
     def _dropout_p(self) -> float:

@@ -36,8 +36,7 @@ def sinusoidal_positional_encoding(L: int, d_model: int, base: float = 10000.0, 
         tensor([0., 1., 0., 1., 0., 1.])
     """
     L, d_model = require_int(L, "L", minimum=1), require_int(d_model, "d_model", minimum=1)
-    if require_number(base, "base", 1.0, float("inf")) == 1.0:
-        raise ValueError(f"base must be a number > 1, got {base!r}")
+    require_number(base, "base", 1.0, float("inf"), low_inclusive=False)
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
     pos = torch.arange(L, dtype=torch.float64)[:, None]  # (L, 1)

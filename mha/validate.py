@@ -15,6 +15,7 @@ student's answer.)
 """
 from __future__ import annotations
 
+import numbers
 import operator
 
 import torch
@@ -118,23 +119,31 @@ def require_int(value, name: str, minimum: int = 0) -> int:
     return number
 
 
-def require_number(value, name: str, low: float, high: float, *, high_inclusive: bool = False) -> float:
-    """Return ``value`` as a float; ``TypeError`` unless it is a real number (not a bool),
-    ``ValueError`` outside ``[low, high)`` (``[low, high]`` with ``high_inclusive``)."""
-    interval = f"[{low}, {high}]" if high_inclusive else f"[{low}, {high})"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def require_number(value, name: str, low: float, high: float, *, low_inclusive: bool = True,
+                   high_inclusive: bool = False) -> float:
+    """Return ``value`` as a float; ``TypeError`` unless it is a real number (not a bool; numpy and
+    0-dim torch numbers count), ``ValueError`` outside ``[low, high)`` (brackets as the flags say)."""
+    interval = f"{'[' if low_inclusive else '('}{low}, {high}{']' if high_inclusive else ')'}"
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_complex() and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number in {interval}, got {type(value).__name__} {value!r}")
-    if not (low <= value <= high if high_inclusive else low <= value < high):
+    above = low <= value if low_inclusive else low < value
+    below = value <= high if high_inclusive else value < high
+    if not (above and below):
         raise ValueError(f"{name} must lie in {interval}, got {value!r}")
     return float(value)
 
 
-def require_head_config(d_model, n_heads, dropout: float, n_kv_heads=None) -> None:
-    """Validate ``d_model``, ``n_heads`` (must divide ``d_model``), ``n_kv_heads`` (must divide ``n_heads``), ``dropout``."""
-    require_int(d_model, "d_model", minimum=1)
-    require_int(n_heads, "n_heads", minimum=1)
+def require_head_config(d_model, n_heads, dropout: float, n_kv_heads=None) -> tuple:
+    """Validate ``d_model``, ``n_heads`` (must divide ``d_model``), ``n_kv_heads`` (must divide ``n_heads``), ``dropout``.
+
+    Returns them as plain Python numbers ``(d_model, n_heads, dropout, n_kv_heads)``.
+    """
+    d_model = require_int(d_model, "d_model", minimum=1)
+    n_heads = require_int(n_heads, "n_heads", minimum=1)
     if n_kv_heads is not None:
-        require_int(n_kv_heads, "n_kv_heads (None means n_heads)", minimum=1)
+        n_kv_heads = require_int(n_kv_heads, "n_kv_heads (None means n_heads)", minimum=1)
     if d_model % n_heads != 0:
         raise ValueError(
             f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads} "
@@ -145,7 +154,7 @@ def require_head_config(d_model, n_heads, dropout: float, n_kv_heads=None) -> No
             f"n_heads must be divisible by n_kv_heads (each K/V head serves a whole group of query heads): "
             f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}"
         )
-    require_number(dropout, "dropout", 0.0, 1.0)
+    return d_model, n_heads, require_number(dropout, "dropout", 0.0, 1.0), n_kv_heads
 
 
 def require_is_causal(is_causal) -> bool:

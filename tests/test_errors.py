@@ -202,6 +202,9 @@ TYPE_VS_VALUE = [
     ("positional L", lambda v: mha.positional.sinusoidal_positional_encoding(v, 4), 4.0, 0),
     ("positional d_model", lambda v: mha.positional.sinusoidal_positional_encoding(4, v), None, 0),
     ("positional base", lambda v: mha.positional.sinusoidal_positional_encoding(4, 4, base=v), "1e4", 1),
+    ("KVCache.append", lambda v: mha.KVCache().append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4)).append(
+        v, v), torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 3, 1, 4)),
+    ("fmt decimals", lambda v: mha.fmt(torch.ones(2), v), "2", -1),
     ("repeat_kv_heads group", lambda v: mha.repeat_kv_heads(torch.zeros(1, 2, 3, 4), v), 2.0, 0),
 ]
 

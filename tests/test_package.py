@@ -32,14 +32,6 @@ def test_the_core_imports_only_torch():
     assert not {m for m in with_core if m.split(".")[0] in HEAVY}
 
 
-def test_the_core_never_imports_the_course():
-    """(mha/__init__.py is the exception that proves it: its aliases import the course on first use.)"""
-    for path in sorted(set((ROOT / "mha").glob("*.py")) - {ROOT / "mha" / "__init__.py"}):
-        text = path.read_text(encoding="utf-8")
-        assert not re.search(r"^\s*(from|import) (\.course|mha\.course|\.(exercises|viz|widgets|numerals))", text,
-                             re.M), path.name
-
-
 # Every name the chapters imported when the package moved (readers keep saved copies).
 OLD_NAMES = {
     "mha": ["fmt", "MultiHeadAttention", "GroupedQueryAttention", "KVCache", "from_torch", "to_torch", "project",

@@ -40,14 +40,6 @@ def test_native_run_uses_vector_kernels():
     assert native["capability"] != "DEFAULT", native  # otherwise the matrix would test nothing new
 
 
-def test_makefile_matrix_names_the_three_settings():
-    text = (ROOT / "Makefile").read_text(encoding="utf-8")
-    for setting in ("MKL_ENABLE_INSTRUCTIONS=AVX2", "ATEN_CPU_CAPABILITY=default", "OMP_NUM_THREADS=1"):
-        assert setting in text
-    test_line = next(line for line in text.splitlines() if line.startswith("test:"))
-    assert "nbval" in test_line and "nbval-other-kernels" in test_line
-
-
 @pytest.mark.parametrize("a, b", [
     (torch.tensor([1.0, 1.0]), torch.tensor([0.99999994, 1.0000001])),  # `1.` vs `1.0000` in torch's repr
     (torch.tensor([0.0, 0.5]), torch.tensor([-1e-9, 0.5])),              # no "-0.0000"

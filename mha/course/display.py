@@ -16,6 +16,8 @@ import numbers
 import numpy as np
 import torch
 
+from mha.validate import require_int
+
 __all__ = ["fmt", "source", "Source"]
 
 
@@ -33,8 +35,7 @@ def fmt(x, decimals: int = 4) -> str:
         The text, laid out like numpy's ``repr`` of the array (rows on their
         own lines), e.g. ``fmt(torch.tensor([1.0, 0.5]), 2)`` -> ``'[1.00, 0.50]'``.
     """
-    if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
-        raise ValueError(f"decimals must be a non-negative int, got {decimals!r}")
+    decimals = require_int(decimals, "decimals")
     if isinstance(x, (torch.Tensor, list, tuple)):
         array = np.asarray(_plain(x))
     elif isinstance(x, (numbers.Number, np.generic, np.ndarray)):

@@ -86,7 +86,7 @@ def PREDICT_SHAPES() -> tuple:
     from mha import steps
     from mha.layer import MultiHeadAttention
     return (SDPA, torch_mha(), MultiHeadAttention, steps.split_heads, steps.merge_heads, steps.attention_scores,
-            steps.scaled_dot_product_attention, steps.project)
+            steps.attention, steps.project)
 
 
 def _codes(item) -> dict:

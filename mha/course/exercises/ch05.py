@@ -6,7 +6,7 @@
 * 5.3 implement scaled dot-product attention with a mask (no ``mha``, no ``F.scaled_dot_product_attention``).
 
 Decision for 5.3 (documented in the notebook too): a query row whose keys are
-*all* masked may come out as zeros (what :func:`mha.scaled_dot_product_attention`
+*all* masked may come out as zeros (what :func:`mha.attention`
 returns) or as the plain average of the values (what the lecture's
 ``masked_fill(mask == 0, -1e9)`` gives). NaN is not accepted: it spreads through
 every later layer and turns the loss into NaN.
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from mha.masks import causal_mask, padding_mask_from_lengths
-from mha.steps import attention_scores, fused_attention, masked_softmax, scaled_dot_product_attention
+from mha.steps import attention_scores, fused_attention, masked_softmax, attention
 from ._core import (SDPA, Mistake, torch_mha, NotDone, as_number, as_shape, call, checker, expect_close,
                     expect_gradients, expect_shape, expect_tensor, is_plain_tensor, is_stub)
 
@@ -202,7 +202,7 @@ def _qkv(B, h, L, S, d_k):
 
 def _run(fn, q, k, v, mask):
     """Run the student's attention: no shortcut, no input changed in place, a result."""
-    return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=(SDPA, torch_mha(), scaled_dot_product_attention, fused_attention, masked_softmax, attention_scores))
+    return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=(SDPA, torch_mha(), attention, fused_attention, masked_softmax, attention_scores))
 
 
 def _random_mask(B, h, L, S) -> torch.Tensor:
@@ -224,7 +224,7 @@ def check_attention(fn):
 
     # 1) no mask: scale, softmax axis, weights vs output
     out = _run(fn, q, k, v, None)
-    ref, ref_w = scaled_dot_product_attention(q, k, v)
+    ref, ref_w = attention(q, k, v)
     if isinstance(out, tuple) and len(out) == 2:
         raise Mistake("返回了一个 tuple（也许是 (output, weights)）；这个练习只要输出 output = weights @ V")
     if _matches(out, ref_w):
@@ -250,7 +250,7 @@ def check_attention(fn):
     # 2) padding mask (B, 1, 1, S): every sequence has real and padded keys
     mask = padding_mask_from_lengths([4, 2], S)  # (B, 1, 1, S)
     out = _run(fn, q, k, v, mask)
-    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    ref, _ = attention(q, k, v, mask)
     if _matches(out, _softmax_attention(q, k, v, None, scale=SQRT)):
         raise Mistake("没有用上 mask：带掩码和不带掩码的输出一样")
     if _matches(out, _softmax_attention(q, k, v, ~mask, scale=SQRT)):
@@ -268,7 +268,7 @@ def check_attention(fn):
     # 3) causal mask (L, S) broadcast over batch and heads
     mask = causal_mask(L, S)  # (L, S)
     out = _run(fn, q, k, v, mask)
-    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    ref, _ = attention(q, k, v, mask)
     if _matches(out, _softmax_attention(q, k, v, ~mask, scale=SQRT)):
         raise Mistake("掩码方向反了：mask 里 True 表示“可以看”，要屏蔽的是 False 的位置")
     out = expect_tensor(out, "带因果掩码时的输出")
@@ -278,7 +278,7 @@ def check_attention(fn):
     # 4) a full (B, h, L, S) mask, different for every batch, head and query
     mask = _random_mask(B, h, L, S)
     out = expect_tensor(_run(fn, q, k, v, mask), "带 (B, h, L, S) 掩码时的输出")
-    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    ref, _ = attention(q, k, v, mask)
     expect_shape(out, expected_shape, "带 (B, h, L, S) 掩码时的输出")
     expect_close(out, ref, "带 (B, h, L, S) 掩码（每个句子、每个头、每个 query 各不相同）时的输出",
                  hint="mask 直接和 (B, h, L, S) 的 scores 对齐，不要假设它是 (B, 1, 1, S)")
@@ -286,7 +286,7 @@ def check_attention(fn):
     # 5) a fully masked sequence: zeros (mha) or the plain mean of V (lecture's -1e9) are fine, NaN is not
     mask = padding_mask_from_lengths([3, 0], S)  # second sequence: no key at all
     out = _run(fn, q, k, v, mask)
-    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    ref, _ = attention(q, k, v, mask)
     if (is_plain_tensor(out) and out.is_floating_point() and out.shape == ref.shape
             and not torch.isfinite(out[1]).all()):
         raise Mistake("一整行都被屏蔽时输出了 NaN：用 -inf 填分数会让 softmax 算 0/0。"
@@ -304,7 +304,7 @@ def check_attention(fn):
     q2, k2, v2 = _qkv(B2, h2, L2, S2, d_k2)
     mask = causal_mask(L2, S2)  # (L, S); every query sees at least one key
     out = expect_tensor(_run(fn, q2, k2, v2, mask), "另一组形状时的输出")
-    ref, _ = scaled_dot_product_attention(q2, k2, v2, mask)
+    ref, _ = attention(q2, k2, v2, mask)
     where = f"另一组形状 (B, h, L, S, d_k) = {OTHER_SHAPE} 时的输出"
     expect_shape(out, ref.shape, where, hint="形状和 d_k 都要从输入里读出来，不要写死")
     expect_close(out, ref, where, hint="形状和 √d_k 都要从输入里读出来（q.size(-1)），不要写死")
@@ -313,7 +313,7 @@ def check_attention(fn):
     q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
     mask = padding_mask_from_lengths([4, 2], S)
     out = expect_tensor(_run(fn, q, k, v, mask), "q、k、v 需要梯度时的输出")
-    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    ref, _ = attention(q, k, v, mask)
     expect_shape(out, expected_shape, "q、k、v 需要梯度时的输出")
     expect_close(out, ref, "q、k、v 需要梯度时的输出")
     expect_gradients(out, {"q": q, "k": k, "v": v}, "你的 attention 函数的输出")

@@ -16,7 +16,7 @@ from torch import nn
 from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
-from mha.steps import attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
+from mha.steps import attention_scores, merge_heads, project, attention, split_heads
 from ._core import (SDPA, Mistake, torch_mha, NotDone, as_shape_dict, call, checker, expect_close,
                     expect_gradients, expect_tensor, is_stub)
 
@@ -26,7 +26,7 @@ LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
 def _LAYER_SHORTCUTS() -> tuple:
     """What 8.4's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels."""
-    return (SDPA, torch_mha(), MultiHeadAttention, scaled_dot_product_attention, split_heads, merge_heads,
+    return (SDPA, torch_mha(), MultiHeadAttention, attention, split_heads, merge_heads,
             attention_scores, project)
 
 
@@ -47,7 +47,7 @@ def reference_shapes(B, L, S, d_model, n_heads) -> dict:
         split_k = split_heads(project(source, layer.W_k), n_heads)  # (B, h, S, d_k)
         split_v = split_heads(project(source, layer.W_v), n_heads)  # (B, h, S, d_k)
         scores = attention_scores(split_q, split_k)  # (B, h, L, S)
-        heads, _ = scaled_dot_product_attention(split_q, split_k, split_v)  # (B, h, L, d_k)
+        heads, _ = attention(split_q, split_k, split_v)  # (B, h, L, d_k)
         concat = merge_heads(heads)  # (B, L, d_model)
         output = layer(query, source, source)  # (B, L, d_model)
     tensors = dict(projected_q=projected_q, split_q=split_q, scores=scores, heads=heads, concat=concat, output=output)

@@ -17,7 +17,7 @@ from torch import nn
 
 from mha.layer import MultiHeadAttention
 from mha.masks import padding_mask, padding_mask_from_lengths
-from mha.steps import fused_attention, scaled_dot_product_attention
+from mha.steps import fused_attention, attention
 from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
 from ._core import (PREDICT_SHAPES, SDPA, Mistake, torch_mha, as_shape_dict, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
@@ -162,7 +162,7 @@ def check_one_head_weights(fn):
         with torch.enable_grad():  # the chapter turns autograd off globally; a layer's weights need it
             q_proj, k_proj = q_leaf.clone(), k_leaf.clone()  # not leaves: an in-place change is reported, not a crash
             out = call(fn, q_proj, k_proj, head, n_heads, key_mask, what="你的函数",
-                       forbid=(SDPA, torch_mha(), MultiHeadAttention, scaled_dot_product_attention, fused_attention, masked_softmax))
+                       forbid=(SDPA, torch_mha(), MultiHeadAttention, attention, fused_attention, masked_softmax))
         out = expect_tensor(out, "你的权重")
         if tuple(out.shape) == (S, L) and L != S:
             raise Mistake(f"形状应该是 (L, S) = {(L, S)}，你返回的是 (S, L) = {(S, L)}：行是 query，列是 key，"

@@ -13,7 +13,7 @@ import torch
 
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, normalize_mask, padding_mask
-from mha.steps import apply_causal, attention_scores, merge_heads, project, scaled_dot_product_attention, split_heads
+from mha.steps import apply_causal, attention_scores, merge_heads, project, attention, split_heads
 from ._core import PREDICT_SHAPES, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor
 
 __all__ = ["check_causal_mask", "check_combine_masks", "check_cross_attention_shapes", "check_cache_step_mask"]
@@ -153,7 +153,7 @@ def cross_shapes(B, L, S, d_model, n_heads):
     k = split_heads(project(x, layer.W_k), n_heads)
     v = split_heads(project(x, layer.W_v), n_heads)
     scores = attention_scores(q, k)
-    heads, weights = scaled_dot_product_attention(q, k, v, mask)
+    heads, weights = attention(q, k, v, mask)
     output = project(merge_heads(heads), layer.W_o)
     assert output.shape == layer(y, x, x, mask).shape
     tensors = dict(mask=mask, q=q, k=k, v=v, scores=scores, weights=weights, heads=heads, output=output)

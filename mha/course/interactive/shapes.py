@@ -17,7 +17,7 @@ import json
 import altair as alt
 import torch
 
-from mha.steps import merge_heads, project, scaled_dot_product_attention, split_heads
+from mha.steps import merge_heads, project, attention, split_heads
 from ..widgets.shapes import MAX_HEADS, SHAPE_DEFAULTS, head_width_problem
 from ._figure import InteractiveFigure, base_config, wrap
 
@@ -38,7 +38,7 @@ def shape_trace(d_model: int, n_heads: int, batch: int = _B, seq_len: int = _L) 
     x = torch.empty(batch, seq_len, d_model, device="meta")  # (B, L, d_model)
     q, k, v = (project(x, lin) for lin in linears[:3])  # (B, L, d_model)
     q_h, k_h, v_h = (split_heads(t, n_heads) for t in (q, k, v))  # (B, h, L, d_k)
-    heads, weights = scaled_dot_product_attention(q_h, k_h, v_h)  # (B, h, L, d_k), (B, h, L, L)
+    heads, weights = attention(q_h, k_h, v_h)  # (B, h, L, d_k), (B, h, L, L)
     concat = merge_heads(heads)  # (B, L, d_model)
     out = project(concat, linears[3])  # (B, L, d_model)
     return [tuple(t.shape) for t in (x, q, q_h, heads, concat, out, weights)]

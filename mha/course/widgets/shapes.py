@@ -6,7 +6,7 @@ import unicodedata
 
 import torch
 
-from mha.steps import merge_heads, project, scaled_dot_product_attention, split_heads
+from mha.steps import merge_heads, project, attention, split_heads
 from ..viz.flow import plot_flow
 from ._base import Explorer, View, require_positive, show_static, slider
 from ._toy import toy_layer
@@ -60,7 +60,7 @@ def shape_steps(batch: int, seq_len: int, d_model: int, n_heads: int, seed: int 
     k = project(x, layer.W_k)  # (B, L, d_model)
     v = project(x, layer.W_v)  # (B, L, d_model)
     q_h, k_h, v_h = (split_heads(t, n_heads) for t in (q, k, v))  # (B, h, L, d_k)
-    heads, weights = scaled_dot_product_attention(q_h, k_h, v_h)  # (B, h, L, d_k), (B, h, L, L)
+    heads, weights = attention(q_h, k_h, v_h)  # (B, h, L, d_k), (B, h, L, L)
     concat = merge_heads(heads)  # (B, L, d_model)
     out = project(concat, layer.W_o)  # (B, L, d_model)
     assert torch.allclose(out, layer(x, x, x), atol=1e-4)  # the same numbers as the whole layer
