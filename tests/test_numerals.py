@@ -246,18 +246,27 @@ def test_snapshots_load_and_improve():
 
 
 def test_head_statistics_of_the_shipped_model(shipped):
+    """The roles chapter 13 reports for the shipped 4-head model, each against its chance baseline."""
     model = shipped.double()
     try:
         batch, maps = teacher_forced(model, held_out_numbers()[:600])
         assert correct_rows(maps["logits"], batch).float().mean() > 0.99
-        assert digit_peak_rate(maps["cross"][1], batch)[0] > 0.9
-        assert mass_on(maps["cross"][0], batch, "万", "cross")[0] > 0.9
-        assert mass_on(maps["encoder"][1], batch, "万", "encoder")[1] > 0.85
-        assert zero_peak_kinds(maps["cross"][1], batch)["digit"][0] < 0.05
+        stats = digit_peak_breakdown(maps["cross"][1], batch)
+        assert int(digit_peak_rate(maps["cross"][1], batch).argmax()) == 2  # head 3 of the last layer aligns
+        assert stats["all"]["hit"][2] > 0.9 > 8 * stats["all"]["chance"]
+        assert stats["after 零"]["hit"][2] > 0.95 and stats["个"]["hit"][2] < stats["百"]["hit"][2]
+        chance = mass_chance(batch, "万", "cross")
+        assert 3 * chance < mass_on(maps["cross"][1], batch, "万", "cross")[1] < 0.7  # looks at 万, but not only
+        assert zero_peak_kinds(maps["cross"][1], batch)["零"][2] < 0.05  # writing a 0 it does not look at 零
         even = evenness(maps["decoder"][0], batch)
-        assert even[1] > 0.95 and even[2] > 0.95
-        drops = ablation_accuracies(model, held_out_numbers()[:200], heads=[("decoder", 0, 1), ("encoder", 0, 3)])
-        assert drops[("decoder", 0, 1)] < 0.3 and drops[("encoder", 0, 3)] > 0.98
+        assert even[1] > 0.9 and even[3] > 0.95
+        numbers = held_out_numbers()[:200]
+        keys = [("decoder", 0, 1), ("cross", 1, 1)]
+        zero = ablation_accuracies(model, numbers, heads=keys)
+        per_position = ablation_accuracies(model, numbers, heads=keys, mode="position_mean",
+                                           means=head_means(model, training_numbers(random.Random(7), 500)))
+        assert zero[("decoder", 0, 1)] < 0.2 < 0.7 < per_position[("decoder", 0, 1)]  # zeroing exaggerates
+        assert zero[("cross", 1, 1)] < 0.5 < 0.85 < per_position[("cross", 1, 1)]
     finally:
         shipped.float()
 

@@ -10,7 +10,9 @@ unknown characters, two digits in a row ...: the reason is given); the other lin
 are still converted. ``--strict`` accepts only the course's standard readings
 (as before); ``--explain`` adds, after a tab, how the input differs from the
 standard reading. The exit status is 1 when any input was invalid, else 0.
-The model does the conversion; :func:`mha.numerals.reader.read` only checks the input.
+The model does the conversion and reads the input as written when it was trained on that
+writing; :func:`mha.numerals.reader.read` checks the input and gives the standard reading
+for the few accepted writings outside the training styles (零 left out: 三万五百).
 """
 from __future__ import annotations
 
@@ -19,7 +21,16 @@ import sys
 
 from . import KINDS, load_pretrained
 from .reader import read
+from .styles import STYLES, write
 from .words import NumeralError, parse
+
+
+def model_input(text: str, number: int, standard: str) -> str:
+    """What the model reads: the text as written when it is one of the writings the model was trained on
+    (:mod:`mha.numerals.styles`), else the standard reading (零 left out, 拾贰 without 壹, 一百十二 ...)."""
+    trained = {write(number, style) for style in STYLES}
+    trained.add(write(number, "大写").replace("万", "萬"))  # 大写 with 萬 (ordinary digits with 萬 are not trained)
+    return text if text in trained else standard
 
 
 def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[list[str], bool]:
@@ -38,7 +49,7 @@ def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[
             outputs.append(f"error: {e}")
             continue
         outputs.append(None)
-        valid.append((i, text))  # the model reads the text as written: it was trained on every style
+        valid.append((i, model_input(text, reading.number, reading.standard)))
         notes[i] = reading.explain()
     if valid:
         answers = model.translate([text for _, text in valid])

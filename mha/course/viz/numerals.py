@@ -11,12 +11,14 @@ from .style import CMAP, to_numpy
 from .cjk import cjk_font
 
 __all__ = ["plot_block_heads", "plot_head_panels", "plot_loss", "plot_head_table", "row_label", "head_label",
-           "step_label", "BLOCK_TITLES", "CHINESE_TEXT", "PHONE_WIDTH_IN", "TICK_PT", "smallest_text_css_px"]
+           "step_label", "BLOCK_TITLES", "DROP_TITLES", "CHINESE_TEXT", "PHONE_WIDTH_IN", "TICK_PT", "smallest_text_css_px"]
 
 BLOCK_TITLES = {"encoder": "编码器自注意力", "decoder": "解码器带掩码的自注意力", "cross": "交叉注意力"}
 _SHORT = {"encoder": "编码器", "decoder": "解码器自注意力", "cross": "交叉注意力"}
 _AXIS = {"layer": "第 {} 层", "head": "头 {}", "loss": "训练损失（每 {} 步的平均）", "step": "训练步数",
-         "drop": "去掉这个头后准确率下降（百分点）", "at_step": "训练 {} 步"}
+         "drop": "去掉这个头后准确率下降（百分点）", "at_step": "训练 {} 步",
+         "drop_zero": "置零后准确率下降（百分点）", "drop_mean": "换成平均输出后准确率下降（百分点）"}
+DROP_TITLES = {"zero": _AXIS["drop_zero"], "mean": _AXIS["drop_mean"]}  # titles of the ablation tables
 CHINESE_TEXT = tuple(BLOCK_TITLES.values()) + tuple(_SHORT.values()) + tuple(_AXIS.values())
 
 
