@@ -7,11 +7,14 @@ The browser side is tests/test_browser_explorers.py.
 """
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import math
 import pathlib
 import re
+import subprocess
+import sys
 
 import altair as alt
 import fetch_assets  # tools/ (pyproject: pythonpath)
@@ -19,6 +22,7 @@ import pytest
 import torch
 
 import mha.interactive as mi
+import mha.widgets
 from mha.interactive._figure import InteractiveFigure, rounded, wrap
 from mha.interactive.myst import FIGURE_CLASS, VegaLiteFigurePlugin, figure_html
 from mha.interactive.shapes import fill, shape_trace
@@ -45,6 +49,28 @@ def close(a, b, tol=1.01e-3) -> bool:
 
 
 # ---------------------------------------------------------------- the numbers are mha's
+
+def test_the_figures_load_no_widget_code():
+    """Importing the figures and computing their states loads the explorations, never the widgets' views."""
+    code = ("import sys, mha.course.interactive as mi; mi.head_states(); mi.mask_states(); "
+            "print('\\n'.join(sorted(sys.modules)))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                                cwd=ROOT).stdout.split())
+    assert {"mha.course.explorations.heads", "mha.course.explorations.masks"} <= loaded
+    widget_code = {m for m in loaded if m.startswith(("mha.course.widgets", "mha.widgets"))
+                   or m.split(".")[0] in ("ipywidgets", "matplotlib")}
+    assert not widget_code, f"the figures loaded widget code: {sorted(widget_code)[:10]}"
+
+
+@pytest.mark.parametrize("topic, name", [("heads", "head_weights"), ("heads", "EXAMPLE_SENTENCES"),
+                                         ("masks", "mask_weights"), ("masks", "MASK_KINDS"),
+                                         ("scaling", "score_stats"), ("scaling", "D_K_CHOICES"),
+                                         ("shapes", "shape_steps"), ("shapes", "head_width_problem")])
+def test_the_widgets_reexport_the_explorations(topic, name):
+    """One home for each number: mha.widgets hands out the very objects of mha.course.explorations."""
+    module = importlib.import_module(f"mha.course.explorations.{topic}")
+    assert getattr(mha.widgets, name) is getattr(module, name)
+
 
 def test_scaling_states_match_score_stats(figures):
     fig = figures["scaling"]

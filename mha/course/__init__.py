@@ -4,7 +4,8 @@
 * :mod:`mha.course.exercises`: the ``check_*`` functions of the exercises;
   :mod:`mha.course.selfcheck`: the self-checks on the pages;
 * :mod:`mha.course.viz` (matplotlib figures), :mod:`mha.course.widgets` (ipywidgets explorers),
-  :mod:`mha.course.interactive` (Vega-Lite figures for the website);
+  :mod:`mha.course.interactive` (Vega-Lite figures for the website), both computing their states
+  with :mod:`mha.course.explorations` (torch only);
 * :mod:`mha.course.toy_task` (chapter 11), :mod:`mha.course.numerals` (chapter 13's trained model);
 * :mod:`mha.course.bench` (chapter 12's benchmark) and ``data/`` (shipped weights, results, the CJK font).
 

@@ -4,6 +4,8 @@ The ipywidgets explorers of :mod:`mha.widgets` compute live and need a running k
 figures here compute every state their controls can reach when the notebook runs and
 hand all of them to one Vega-Lite spec (built with Altair): sliders, drop-downs and radio
 buttons switch between the states in the reader's browser, tooltips show the values.
+Both take their numbers from :mod:`mha.course.explorations` (torch only), so importing
+this package loads neither the widgets, matplotlib nor ipywidgets.
 
 * :func:`scaling_figure`: d_k and the 1/sqrt(d_k) scaling (chapter 5);
 * :func:`shape_figure`: B, L, d_model and n_heads -> the six shapes (chapter 8);

@@ -3,7 +3,9 @@
 Each explorer comes in three layers:
 
 * plain logic functions (``shape_steps``, ``head_weights``, ``score_stats``,
-  ``mask_weights``) and view functions (``*_view``) returning a
+  ``mask_weights``, with their constants), which live in :mod:`mha.course.explorations`
+  (torch only, shared with the website's figures of :mod:`mha.interactive`) and are
+  re-exported here, and view functions (``*_view``) returning a
   :class:`~mha.widgets._base.View` (text + figure + data); tests call these;
 * ``build_*()`` returning an :class:`~mha.widgets._base.Explorer` (the
   widget plus ``.controls`` and ``.last``), used by tests and by

@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 import matplotlib.pyplot as plt
 
+from ..explorations.checks import require_positive
+
 __all__ = ["View", "Explorer", "show_static", "slider", "require_positive"]
 
 
@@ -103,10 +105,3 @@ def slider(description: str, value: int, min: int, max: int, step: int = 1):
 
     return widgets.IntSlider(value=value, min=min, max=max, step=step, description=description,
                              continuous_update=False, style={"description_width": "initial"})
-
-
-def require_positive(**values) -> None:
-    """Raise a Chinese ``ValueError`` unless every value is a positive int."""
-    for name, v in values.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} 必须是正整数，现在是 {v!r}")
