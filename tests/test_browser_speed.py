@@ -8,7 +8,8 @@ Before formulas were rendered at build time they stayed raw TeX for 20-28 s on t
 
 test_browser.py reads every page in light mode on a desktop and dark mode on a phone; here the
 other two pairings (dark desktop, light phone) are checked by axe-core on the same three
-pages plus the formula and search pages. Numbers go to _build/screenshots/speed.json.
+pages plus the formula and search pages. Printed (print media), chapter 5's code wraps and its
+headings keep the chapter number. Numbers go to _build/screenshots/speed.json.
 """
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network
 
 SLOW_PAGES = ["book/intro", "book/04_split_heads", "book/10_masks"]
 MODE_PAGES = [*SLOW_PAGES, "book/formulas", "search"]
+PRINT_PAGE = "book/05_parallel_attention"
+PRINTED = r"""() => {
+  const shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const pres = [...document.querySelectorAll('article pre')].filter(shown);
+  return {pre: pres.length, cut: pres.filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 60)),
+          h1: [...document.querySelectorAll('h1')].filter(shown).map(h => h.textContent.trim())};
+}"""
 READABLE_S = 9.0  # measured 4.7-7.4 s; before this site change: text after 6-8 s, formulas after 20-28 s
 
 
@@ -56,13 +64,22 @@ def measured(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
                                            "violations": site_probe.axe(page)}
                 page.close()
             ctx.close()
+        # print (and the browser's PDF): code lines wrap, headings keep the chapter number
+        ctx = browser.new_context(viewport=DESKTOP, locale="zh-CN", service_workers="block")
+        ctx.route("**/*", network_gate(outside, current))
+        page = ctx.new_page()
+        page.emulate_media(media="print")
+        current["page"] = PRINT_PAGE
+        page.goto(f"{server}/{PRINT_PAGE}.html", wait_until="load")
+        printed = page.evaluate(PRINTED)
+        ctx.close()
         browser.close()
     SHOTS.mkdir(parents=True, exist_ok=True)
     (SHOTS / "speed.json").write_text(json.dumps(
         {"profile": site_probe.SLOW, "time_to_readable": timings,
          "axe": {"/".join(k): [(v["id"], v["impact"]) for v in r["violations"]] for k, r in axe.items()},
          "outside": outside}, ensure_ascii=False, indent=1), encoding="utf-8")
-    return {"timings": timings, "axe": axe, "outside": outside}
+    return {"timings": timings, "axe": axe, "outside": outside, "printed": printed}
 
 
 @pytest.mark.parametrize("name", SLOW_PAGES)
@@ -78,6 +95,12 @@ def test_other_colour_modes_have_no_serious_accessibility_violations(measured, k
     r = measured["axe"][key]
     assert r["mode"] == key[1], r["mode"]
     assert not site_probe.severe(r["violations"]), site_probe.severe(r["violations"])
+
+
+def test_printed_code_wraps_and_headings_keep_the_chapter_number(measured):
+    printed = measured["printed"]
+    assert printed["pre"] > 10 and not printed["cut"], f"printed code cut at the right edge: {printed['cut'][:3]}"
+    assert printed["h1"] and all(h.startswith("5. ") for h in printed["h1"]), printed["h1"]
 
 
 def test_nothing_outside_was_requested(measured):
