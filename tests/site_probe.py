@@ -44,7 +44,8 @@ BYTES = r"""() => {
     total += size;
   }
   const largest = entries.map(e => [e.decodedBodySize || 0, new URL(e.name).pathname]).sort((a, b) => b[0] - a[0]).slice(0, 5);
-  return {total, kinds, largest, requests: entries.length};
+  const fontawesome = entries.map(e => new URL(e.name).pathname).filter(p => /fontawesome/i.test(p));
+  return {total, kinds, largest, fontawesome, requests: entries.length};
 }"""
 
 

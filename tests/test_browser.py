@@ -343,7 +343,8 @@ def test_first_visit_weight(browsed, page):
     limit = MAX_BYTES_FIGURES if _is_figure_page(page) else MAX_BYTES
     assert weight["total"] <= limit, (f"{page.html} fetches {weight['total'] / 1e6:.2f} MB on a first visit "
                                       f"(limit {limit / 1e6} MB); largest: {weight['largest']}")
-    assert not [u for _, u in weight["largest"] if "fontawesome.js" in u or "searchindex" in u]
+    assert not weight["fontawesome"], f"{page.html} fetches Font Awesome (icons are CSS masks): {weight['fontawesome']}"
+    assert not [u for _, u in weight["largest"] if "searchindex" in u]
 
 
 @pytest.mark.parametrize("view", ["desktop", "phone"])
