@@ -30,6 +30,8 @@ def render(latex: str, display: bool, node) -> str:
     """KaTeX's HTML for ``latex``; a warning at ``node`` (and the escaped TeX) when it cannot."""
     from sphinxcontrib import katex
 
+    if katex.KaTeXServer.katex_path is None:  # outside a build (sphinxcontrib-katex sets it at builder-inited)
+        katex.KaTeXServer.katex_path = katex_js()
     try:
         return katex.render_latex(latex, {**OPTIONS, "displayMode": display})
     except katex.KaTeXError as exc:
@@ -65,6 +67,21 @@ def setup(app):
     """Register the renderer; the node server runs katex.min.js from node_modules."""
     app.add_html_math_renderer("mha-katex", inline_renderers=(visit_math, None),
                                block_renderers=(visit_displaymath, None))
+    app.connect("build-finished", stop_server, priority=1000)  # after the page edits and the search index
+
+
+def stop_server(app=None, exception=None) -> None:
+    """End the KaTeX node server at the end of the build. sphinxcontrib-katex only does it at
+    interpreter exit (atexit), which a failed build can skip: the orphaned node then keeps the
+    build's output pipes open and a caller waiting for them (tests/site_build.py) hangs."""
+    import atexit
+
+    from sphinxcontrib.katex import KaTeXServer
+
+    server, KaTeXServer.katex_server = KaTeXServer.katex_server, None
+    if server is not None:
+        atexit.unregister(KaTeXServer.terminate)  # done here; a second run would fail to remove its folder
+        server.terminate()
 
 
 def configure(config):
