@@ -21,6 +21,12 @@ LOGGER = logging.getLogger(__name__)
 OPTIONS = {"throwOnError": True, "strict": "ignore", "output": "htmlAndMathml"}
 
 
+# sphinxcontrib-katex gives node 5 s to start and 5 s per formula: on a busy 2-core machine (CI, the
+# course's own) starting node took longer, the build failed and the orphaned server hung the caller.
+STARTUP_TIMEOUT_S = 120.0
+RENDER_TIMEOUT_S = 60.0
+
+
 def katex_js() -> str:
     """The katex.min.js that node runs (installed by ``npm ci``, never served to readers)."""
     return str(fetch_assets.package_dir("katex") / "dist" / "katex.min.js")
@@ -30,8 +36,9 @@ def render(latex: str, display: bool, node) -> str:
     """KaTeX's HTML for ``latex``; a warning at ``node`` (and the escaped TeX) when it cannot."""
     from sphinxcontrib import katex
 
-    if katex.KaTeXServer.katex_path is None:  # outside a build (sphinxcontrib-katex sets it at builder-inited)
+    if katex.KaTeXServer.katex_server is None:  # before the node server starts
         katex.KaTeXServer.katex_path = katex_js()
+        katex.STARTUP_TIMEOUT, katex.RENDER_TIMEOUT = STARTUP_TIMEOUT_S, RENDER_TIMEOUT_S
     try:
         return katex.render_latex(latex, {**OPTIONS, "displayMode": display})
     except katex.KaTeXError as exc:
