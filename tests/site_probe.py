@@ -4,7 +4,7 @@
 - :func:`first_visit_bytes`: what the page fetched (uncompressed bytes, by kind);
 - :func:`slow_link`: Chromium's network emulation of a slow mobile link (1.6 Mbps down,
   750 kbps up, 150 ms round trip), the profile the issue about readers in mainland China names;
-- :func:`time_to_readable`: when the text and the formulas (KaTeX HTML and its fonts) are drawn;
+- :func:`time_to_readable`: when the text and the formulas (KaTeX HTML and its fonts) can be read;
 - :func:`axe`: axe-core's WCAG 2.1 A/AA violations (axe-core from node_modules, the pinned
   npm package, injected into the page; never served by the site);
 - :func:`search`: a query on search.html (Pagefind), the result links in order.
@@ -44,7 +44,8 @@ BYTES = r"""() => {
     total += size;
   }
   const largest = entries.map(e => [e.decodedBodySize || 0, new URL(e.name).pathname]).sort((a, b) => b[0] - a[0]).slice(0, 5);
-  return {total, kinds, largest, requests: entries.length};
+  const fontawesome = entries.map(e => new URL(e.name).pathname).filter(p => /fontawesome/i.test(p));
+  return {total, kinds, largest, fontawesome, requests: entries.length};
 }"""
 
 
@@ -53,21 +54,24 @@ def first_visit_bytes(page) -> dict:
     return page.evaluate(BYTES)
 
 
-READABLE = r"""async () => {
-  await document.fonts.ready;
+READABLE = r"""() => {
   const fcp = performance.getEntriesByName('first-contentful-paint')[0];
-  return {fonts_ms: performance.now(), fcp_ms: fcp ? fcp.startTime : null,
+  const res = performance.getEntriesByType('resource');
+  const end = re => Math.max(0, ...res.filter(e => re.test(new URL(e.name).pathname)).map(e => e.responseEnd));
+  return {fcp_ms: fcp ? fcp.startTime : null, css_ms: end(/\.css$/), katex_fonts_ms: end(/katex\/fonts\//),
+          load_ms: performance.getEntriesByType('navigation')[0].loadEventEnd,
           formulas: document.querySelectorAll('.math .katex').length};
 }"""
 
 
 def time_to_readable(page, url: str) -> dict:
-    """Open ``url`` (cache off, link throttled beforehand) and time when it can be read: the
-    later of its first contentful paint and its fonts (KaTeX's included) being loaded, in ms
-    from the start of navigation."""
-    page.goto(url, wait_until="domcontentloaded")
+    """Open ``url`` (cache off, link throttled beforehand) and time when it can be read, in ms from
+    the start of navigation: the later of its first contentful paint (the text, after the
+    render-blocking stylesheets) and the arrival of the KaTeX fonts its formulas are drawn in
+    (the formulas themselves are in the HTML). The figures' scripts may still be loading then."""
+    page.goto(url, wait_until="load")
     r = page.evaluate(READABLE)
-    r["readable_ms"] = round(max(r["fonts_ms"], r["fcp_ms"] or 0))
+    r["readable_ms"] = round(max(r["fcp_ms"] or 0, r["katex_fonts_ms"], r["css_ms"]))
     return r
 
 

@@ -117,6 +117,15 @@ INSPECT = r"""async () => {
     unrendered_math: unrendered, math_errors: merrors, raw_tex: raw,
     colab: [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => a.href),
     overflow_px: PAGE_OVERFLOW,
+    clipped_inline: maths.filter(m => m.closest('article') && !m.closest('div.math')).filter(m => {
+      const r = m.getBoundingClientRect(), box = m.closest('p, li, td, dd, div') || document.body;
+      const b = box.getBoundingClientRect();
+      return r.width > 0 && (r.right > Math.min(document.documentElement.clientWidth, b.right) + 1 || r.left < b.left - 1);
+    }).map(m => m.textContent.trim().slice(0, 60)),
+    wide_display: [...document.querySelectorAll('div.math > .katex-display')]
+      .filter(d => d.scrollWidth > d.clientWidth + 1)
+      .map(d => ({tabindex: d.getAttribute('tabindex'), shadow: /radial-gradient/.test(getComputedStyle(d).backgroundImage),
+                  scrolls: getComputedStyle(d).overflowX === 'auto'})),
     widest: [...document.querySelectorAll('article *')]
       .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
       .slice(-3).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}: ${e.textContent.trim().slice(0, 60)}`),
@@ -224,7 +233,7 @@ def browsed(sync_playwright, server):  # the browser check first: no site build 
     seconds = time.perf_counter() - start
     summary = {f"{v}/{n}": {"MB": round(r["bytes"]["total"] / 1e6, 2),
                             "axe_critical_serious": len(site_probe.severe(r["axe"])),
-                            "axe_all": len(r["axe"])} for (v, n), r in reports.items()}
+                            "axe_all": len(r["axe"]), "wide_formulas": len(r["wide_display"])} for (v, n), r in reports.items()}
     ranks = {q: [_doc(x["href"]) for x in r["results"][:3]] for q, r in searches.items() if not q.startswith("axe:")}
     (SHOTS / "report.json").write_text(json.dumps(
         {"seconds": round(seconds, 1), "summary": summary, "search_top3": ranks, "outside": outside, "searches": searches,
@@ -282,6 +291,26 @@ def test_phone_width_has_no_sideways_scrolling(browsed, page):
                                    f"sticking out: {r['widest']}")
 
 
+@pytest.mark.parametrize("view", ["desktop", "phone"])
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_inline_formula_is_cut_off(browsed, page, view):
+    r = browsed["pages"][(view, page.name)]
+    assert not r["clipped_inline"], f"{page.html} ({view}): inline formulas past the edge of their line: {r['clipped_inline']}"
+
+
+@pytest.mark.parametrize("view", ["desktop", "phone"])
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_wide_display_formulas_scroll_and_show_it(browsed, page, view):
+    bad = [w for w in browsed["pages"][(view, page.name)]["wide_display"]
+           if not (w["scrolls"] and w["shadow"] and w["tabindex"] == "0")]
+    assert not bad, f"{page.html} ({view}): wide formulas that do not scroll, show no edge shadow or take no focus: {bad}"
+
+
+def test_chapter_13_opening_formula_fits_a_desktop_column(browsed):
+    # it used to lose "99990000" at the right edge; other wide formulas scroll (report.json counts them)
+    assert not browsed["pages"][("desktop", "13_trained_heads")]["wide_display"]
+
+
 def _doc(href: str) -> str:
     return re.sub(r"\.html.*$", "", href)
 
@@ -314,7 +343,8 @@ def test_first_visit_weight(browsed, page):
     limit = MAX_BYTES_FIGURES if _is_figure_page(page) else MAX_BYTES
     assert weight["total"] <= limit, (f"{page.html} fetches {weight['total'] / 1e6:.2f} MB on a first visit "
                                       f"(limit {limit / 1e6} MB); largest: {weight['largest']}")
-    assert not [u for _, u in weight["largest"] if "fontawesome.js" in u or "searchindex" in u]
+    assert not weight["fontawesome"], f"{page.html} fetches Font Awesome (icons are CSS masks): {weight['fontawesome']}"
+    assert not [u for _, u in weight["largest"] if "searchindex" in u]
 
 
 @pytest.mark.parametrize("view", ["desktop", "phone"])

@@ -146,3 +146,68 @@ def test_self_check_pages_request_nothing_outside_the_site(answered):
 def test_self_check_pages_do_not_scroll_sideways_on_a_phone(answered):
     wide = {name: r["overflow_px"] for name, r in answered["pages"].items() if r["overflow_px"] > 1}
     assert not wide, f"wider than a {PHONE['width']} px phone after answering: {wide}"
+
+
+def _first(kind: str) -> str:
+    return next(e for e in sc.EXERCISES if any(q["type"] == kind for q in sc.questions(e)))
+
+
+KEYBOARD = r"""async ([mcId, numId]) => {
+  const mc = document.getElementById(mcId).querySelector('.Quiz .Answer');
+  const radios = [...mc.querySelectorAll('.MCButton input[type=radio]')];
+  const feedback = mc.closest('.Quiz').querySelector('.Feedback');
+  const out = {group_role: mc.getAttribute('role'), live: feedback.getAttribute('aria-live')};
+  radios[0].focus();
+  out.ring = getComputedStyle(radios[0].closest('.MCButton')).outlineStyle;
+  for (const key of ['ArrowDown', 'ArrowRight']) {
+    document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true, cancelable: true}));
+  }
+  out.focused = radios.indexOf(document.activeElement);
+  out.answered_after_arrows = feedback.textContent.trim();
+  const box = document.getElementById(numId).querySelector('input.Input-text');
+  const label = document.getElementById(box.getAttribute('aria-labelledby') || '');
+  out.input_label = label ? label.textContent.trim() : box.getAttribute('aria-label');
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def keyboard(sync_playwright, server):  # noqa: F811
+    mc, num = _first("multiple_choice"), _first("numeric")
+    outside, current = [], {"page": "keyboard"}
+    results = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = browser.new_context(viewport=PHONE, locale="zh-CN", service_workers="block")
+        ctx.route("**/*", network_gate(outside, current))
+        page = ctx.new_page()
+        page.goto(f"{server}/{page_of(mc).html}", wait_until="load")
+        page.wait_for_function(PAGE_READY)
+        if page_of(num) != page_of(mc):
+            page.goto(f"{server}/{page_of(num).html}", wait_until="load")
+            page.wait_for_function(PAGE_READY)
+            mc = next(e for e in sc.EXERCISES if page_of(e) == page_of(num)
+                      and any(q["type"] == "multiple_choice" for q in sc.questions(e)))
+        results = page.evaluate(KEYBOARD, [sc.container_id(mc), sc.container_id(num)])
+        # a real key press: the focus ring shows and Space answers
+        page.keyboard.press("Space")
+        results["answered_after_space"] = page.locator(f"#{sc.container_id(mc)} .Quiz .Feedback").first.inner_text().strip()
+        browser.close()
+    results["outside"] = outside
+    return results
+
+
+def test_multiple_choice_arrow_keys_move_without_answering(keyboard):
+    assert keyboard["group_role"] == "radiogroup"
+    assert keyboard["focused"] == 2 and keyboard["answered_after_arrows"] == "", keyboard
+    assert keyboard["answered_after_space"], "Space on the focused choice should answer"
+
+
+def test_self_check_focus_is_visible_and_feedback_is_announced(keyboard):
+    assert keyboard["ring"] not in ("none", ""), keyboard["ring"]
+    assert keyboard["live"] == "polite"
+
+
+def test_numeric_box_is_named_by_its_question(keyboard):
+    assert keyboard["input_label"] and len(keyboard["input_label"]) > 5, keyboard
+    assert not keyboard["outside"]

@@ -145,9 +145,12 @@ def test_an_unrenderable_formula_is_a_build_warning(monkeypatch):
 
     warned = []
     monkeypatch.setattr(site_math.LOGGER, "warning", lambda *a, **k: warned.append(a))
-    good = site_math.render("W^O", False, None)
+    try:
+        good = site_math.render("W^O", False, None)
+        bad = site_math.render(r"\notacommand{x}", True, None)
+    finally:
+        site_math.stop_server()
     assert "katex" in good and "<math" in good
-    bad = site_math.render(r"\notacommand{x}", True, None)
     assert warned and "notacommand" in str(warned[0]) and "mha-math-error" in bad
 
 

@@ -21,6 +21,12 @@ LOGGER = logging.getLogger(__name__)
 OPTIONS = {"throwOnError": True, "strict": "ignore", "output": "htmlAndMathml"}
 
 
+# sphinxcontrib-katex gives node 5 s to start and 5 s per formula: on a busy 2-core machine (CI, the
+# course's own) starting node took longer, the build failed and the orphaned server hung the caller.
+STARTUP_TIMEOUT_S = 120.0
+RENDER_TIMEOUT_S = 60.0
+
+
 def katex_js() -> str:
     """The katex.min.js that node runs (installed by ``npm ci``, never served to readers)."""
     return str(fetch_assets.package_dir("katex") / "dist" / "katex.min.js")
@@ -30,6 +36,9 @@ def render(latex: str, display: bool, node) -> str:
     """KaTeX's HTML for ``latex``; a warning at ``node`` (and the escaped TeX) when it cannot."""
     from sphinxcontrib import katex
 
+    if katex.KaTeXServer.katex_server is None:  # before the node server starts
+        katex.KaTeXServer.katex_path = katex_js()
+        katex.STARTUP_TIMEOUT, katex.RENDER_TIMEOUT = STARTUP_TIMEOUT_S, RENDER_TIMEOUT_S
     try:
         return katex.render_latex(latex, {**OPTIONS, "displayMode": display})
     except katex.KaTeXError as exc:
@@ -65,6 +74,21 @@ def setup(app):
     """Register the renderer; the node server runs katex.min.js from node_modules."""
     app.add_html_math_renderer("mha-katex", inline_renderers=(visit_math, None),
                                block_renderers=(visit_displaymath, None))
+    app.connect("build-finished", stop_server, priority=1000)  # after the page edits and the search index
+
+
+def stop_server(app=None, exception=None) -> None:
+    """End the KaTeX node server at the end of the build. sphinxcontrib-katex only does it at
+    interpreter exit (atexit), which a failed build can skip: the orphaned node then keeps the
+    build's output pipes open and a caller waiting for them (tests/site_build.py) hangs."""
+    import atexit
+
+    from sphinxcontrib.katex import KaTeXServer
+
+    server, KaTeXServer.katex_server = KaTeXServer.katex_server, None
+    if server is not None:
+        atexit.unregister(KaTeXServer.terminate)  # done here; a second run would fail to remove its folder
+        server.terminate()
 
 
 def configure(config):

@@ -45,16 +45,27 @@
     }
   }
 
+  function markScrollable(box) {
+    if (box.scrollWidth > box.clientWidth + 1) {
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", "公式（可左右滚动）");
+    } else {
+      box.removeAttribute("tabindex");
+      box.removeAttribute("role");
+      box.removeAttribute("aria-label");
+    }
+  }
+
+  // widths change as fonts arrive and the window turns: each box is re-measured when its size changes
   function scrollableFormulas(root) {
-    root.querySelectorAll("div.math > .katex-display").forEach(box => {
-      if (box.scrollWidth > box.clientWidth + 1) {
-        box.setAttribute("tabindex", "0");
-        box.setAttribute("role", "group");
-        box.setAttribute("aria-label", "公式（可左右滚动）");
-      } else {
-        box.removeAttribute("tabindex");
-      }
-    });
+    const boxes = root.querySelectorAll("div.math > .katex-display");
+    boxes.forEach(markScrollable);
+    if ("ResizeObserver" in window) {
+      const observer = new ResizeObserver(entries => entries.forEach(e => markScrollable(e.target)));
+      boxes.forEach(box => { observer.observe(box); observer.observe(box.firstElementChild || box); });
+    }
+    if (document.fonts) document.fonts.ready.then(() => boxes.forEach(markScrollable));
   }
 
   function start() {
@@ -64,11 +75,6 @@
     new MutationObserver(records => {
       if (records.some(r => r.addedNodes.length)) labelInputs(document);
     }).observe(document.body, {childList: true, subtree: true});
-    let timer = null;
-    window.addEventListener("resize", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => scrollableFormulas(document), 200);
-    });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
