@@ -22,6 +22,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 FLAGS = ["--builder", "html", "-W", "-n", "--keep-going", "--all"]
+BUILD_TIMEOUT_S = 600
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Sphinx's "path:line: WARNING: ..." lines, and errors; plus Jupyter Book's own failures
 _PROBLEM = re.compile(r"(WARNING|ERROR|CRITICAL|SEVERE):|^Exception|Traceback \(most recent call last\)")
@@ -54,7 +55,12 @@ def build_site(root: pathlib.Path = ROOT) -> SiteBuild:
     """Run the strict build of ``root`` into ``root/_build/html``."""
     start = time.perf_counter()
     env = dict(os.environ, NO_COLOR="1", PYTHONWARNINGS="ignore")
-    out = subprocess.run([jupyter_book(), "build", ".", *FLAGS], cwd=root, capture_output=True,
-                         text=True, env=env)
-    log = out.stdout + "\n" + out.stderr
-    return SiteBuild(out.returncode, log, problems_in(log), time.perf_counter() - start, root / "_build" / "html")
+    try:  # a child that outlives the build (a node server) must not hang the test session
+        out = subprocess.run([jupyter_book(), "build", ".", *FLAGS], cwd=root, capture_output=True,
+                             text=True, env=env, timeout=BUILD_TIMEOUT_S)
+        code, log = out.returncode, out.stdout + "\n" + out.stderr
+    except subprocess.TimeoutExpired as exc:
+        code = -1
+        log = f"{exc.stdout or ''}\n{exc.stderr or ''}\nERROR: the build did not finish within {BUILD_TIMEOUT_S} s"
+        log = log if isinstance(log, str) else log.decode(errors="replace")
+    return SiteBuild(code, log, problems_in(log), time.perf_counter() - start, root / "_build" / "html")

@@ -74,7 +74,7 @@ def setup(app):
     """Register the renderer; the node server runs katex.min.js from node_modules."""
     app.add_html_math_renderer("mha-katex", inline_renderers=(visit_math, None),
                                block_renderers=(visit_displaymath, None))
-    app.connect("build-finished", stop_server, priority=1000)  # after the page edits and the search index
+    app.connect("build-finished", stop_server, priority=100)  # first: every page is written by then
 
 
 def stop_server(app=None, exception=None) -> None:
