@@ -87,20 +87,25 @@ def as_index_list(value, what: str) -> list[int]:
     return [as_int(p, f"{what} 里的位置编号") for p in value]
 
 
+def position_lists(answer, keys) -> dict:
+    """``answer``, a dict with the two ``keys``, as ``{key: sorted distinct 0-based positions}``."""
+    a, b = keys
+    if not isinstance(answer, dict):
+        raise Mistake(f'答案应该是字典 {{"{a}": [...], "{b}": [...]}}，却收到了 {type(answer).__name__}')
+    missing = [k for k in keys if k not in answer]
+    if missing:
+        raise Mistake(f"字典里缺少键 {missing}；需要 \"{a}\" 和 \"{b}\" 两个键")
+    return {key: sorted(set(as_index_list(part(answer[key], f'answer["{key}"]'), f'answer["{key}"]'))) for key in keys}
+
+
 @checker("ch01", "1.2", "改一个 token，哪些位置会变", listed=False)
 def check_changed_positions(answer):
     """``answer = {"linear": [...], "mha": [...]}``: positions (0-based) of the output that change
     when token 2 of a 6-token sequence is replaced, for a position-wise Linear and for self-attention."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, dict):
-        raise Mistake(f'答案应该是字典 {{"linear": [...], "mha": [...]}}，却收到了 {type(answer).__name__}')
-    missing = [k for k in ("linear", "mha") if k not in answer]
-    if missing:
-        raise Mistake(f"字典里缺少键 {missing}；需要 \"linear\" 和 \"mha\" 两个键")
     L, k = POSITIONS_QUESTION["L"], POSITIONS_QUESTION["changed"]
-    lin = sorted(set(as_index_list(part(answer["linear"], 'answer["linear"]'), 'answer["linear"]')))
-    att = sorted(set(as_index_list(part(answer["mha"], 'answer["mha"]'), 'answer["mha"]')))
+    lin, att = position_lists(answer, ("linear", "mha")).values()
     every = list(range(L))
     for key, got in (("linear", lin), ("mha", att)):
         if any(p < 0 or p >= L for p in got):
@@ -183,15 +188,9 @@ def check_changed_positions_cross(answer):
     ``layer(q, kv, kv)`` (q has L = 4 tokens, kv has S = 6) that change when kv token 2, or q token 1, is replaced."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, dict):
-        raise Mistake(f'答案应该是字典 {{"change_kv": [...], "change_q": [...]}}，却收到了 {type(answer).__name__}')
-    missing = [k for k in ("change_kv", "change_q") if k not in answer]
-    if missing:
-        raise Mistake(f"字典里缺少键 {missing}；需要 \"change_kv\" 和 \"change_q\" 两个键")
     L, S = CROSS_POSITIONS_QUESTION["L"], CROSS_POSITIONS_QUESTION["S"]
     k_kv, k_q = CROSS_POSITIONS_QUESTION["kv_changed"], CROSS_POSITIONS_QUESTION["q_changed"]
-    got = {key: sorted(set(as_index_list(part(answer[key], f'answer["{key}"]'), f'answer["{key}"]')))
-           for key in ("change_kv", "change_q")}
+    got = position_lists(answer, ("change_kv", "change_q"))
     for key, positions in got.items():
         if any(p < 0 or p >= L for p in positions):
             raise Mistake(f'answer["{key}"] = {positions} 超出了范围：输出的位置跟着 Query 走，只有 L = {L} 个（0 到 {L - 1}）；'
