@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from mha.exercises import results
+from mha.exercises._core import Verdict
 
 # What a checker prints when it has a bug of its own; no answer a student can hand in may reach it.
 INTERNAL_ERROR = "检查时出错"
@@ -31,6 +32,8 @@ def verdict(capsys, checker, answer):
     """Run a checker without recording it; assert it printed exactly one line; return (ok, line)."""
     ok = checker(answer, record=False)
     out = capsys.readouterr().out
+    assert isinstance(ok, Verdict), f"a checker returns a Verdict, got {ok!r}"
+    ok = bool(ok)
     assert out.count("\n") == 1, f"expected exactly one verdict line, got {out!r}"
     assert INTERNAL_ERROR not in out, f"the checker's own error branch was reached: {out!r}"
     return ok, out
@@ -38,7 +41,7 @@ def verdict(capsys, checker, answer):
 
 def verdict_allowing_prints(capsys, checker, answer):
     """Like :func:`verdict` for an answer that prints while it runs: the verdict is the last line."""
-    ok = checker(answer, record=False)
+    ok = bool(checker(answer, record=False))
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert INTERNAL_ERROR not in last, last
     return ok, last

@@ -293,3 +293,19 @@ def _greedy_by_the_model(model, src, src_mask):
 def test_the_model_s_own_decoding_is_refused(capsys):
     ok, out = verdict(capsys, ex.check_greedy_decode, _greedy_by_the_model)
     assert ok is False and "model.greedy_ids" in out, out
+
+
+def test_a_verdict_is_its_bool_and_a_notebook_shows_nothing_for_it(capsys):
+    """The check cell's last line is the checker call: no stray True/False under the printed verdict."""
+    from IPython.core.formatters import DisplayFormatter
+
+    from mha.exercises._core import Verdict
+
+    checker = CHECKERS[0]
+    ok = checker(None, record=False)
+    capsys.readouterr()
+    assert isinstance(ok, Verdict) and not ok and ok == False  # noqa: E712  (it equals the bool)
+    assert Verdict(True) == True and Verdict(True) != Verdict(False)  # noqa: E712
+    formatter = DisplayFormatter()
+    assert formatter.format(ok) == ({}, {})
+    assert formatter.format(True) != ({}, {})  # a plain bool would show

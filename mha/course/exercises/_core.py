@@ -6,7 +6,8 @@ normally when it is right. :func:`checker` wraps it so that the public
 ``check_*`` function
 
 * prints exactly one verdict (passed / not done yet / what is wrong),
-* returns ``True`` or ``False``,
+* returns a :class:`Verdict`, true when the answer passed (a notebook shows nothing for it: the
+  printed line is the verdict, no stray ``True``/``False`` under it),
 * never raises, whatever the student hands in,
 * records the result for :func:`summary`.
 """
@@ -42,6 +43,33 @@ TODO = "⏳ 还没完成"
 
 # chapter -> OrderedDict(exercise id -> (title, status or None))
 _REGISTRY: "OrderedDict[str, OrderedDict[str, list]]" = OrderedDict()
+
+
+class Verdict:
+    """What a checker returns: ``bool(verdict)`` is whether the answer passed, and it equals that bool.
+
+    A notebook cell that ends with the checker's call displays nothing for it (``_ipython_display_``):
+    the one printed line already says passed / not done / what is wrong."""
+
+    __slots__ = ("passed",)
+
+    def __init__(self, passed: bool):
+        self.passed = bool(passed)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __eq__(self, other):
+        return self.passed == bool(other) if isinstance(other, (bool, Verdict)) else NotImplemented
+
+    def __hash__(self):
+        return hash(self.passed)
+
+    def __repr__(self) -> str:
+        return f"Verdict(passed={self.passed})"
+
+    def _ipython_display_(self) -> None:
+        """Show nothing: the verdict was printed."""
 
 
 class Mistake(Exception):
@@ -505,7 +533,7 @@ def checker(chapter: str, exercise_id: str, title: str, listed: bool = True):
 
     def wrap(fn):
         @functools.wraps(fn)
-        def check(answer=None, *, record: bool = True) -> bool:
+        def check(answer=None, *, record: bool = True) -> Verdict:
             status = "fail"
             try:
                 with torch.random.fork_rng(), torch.enable_grad():  # a chapter may switch autograd off
@@ -523,7 +551,7 @@ def checker(chapter: str, exercise_id: str, title: str, listed: bool = True):
             if record and listed:
                 chapter_entries[exercise_id][1] = status
             print(" ".join(line.splitlines()))  # one line, even when a message quotes a multi-line repr
-            return status == "pass"
+            return Verdict(status == "pass")
 
         check.exercise_id = exercise_id
         check.chapter = chapter
