@@ -55,6 +55,10 @@ ASSETS = [*book_ext.FIGURE_SCRIPTS, book_ext.FIGURE_CSS]
 DRAWN = """() => { const f = [...document.querySelectorAll('.mha-vega-figure')];
   const theme = document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light';
   return f.length > 0 && f.every(e => e.dataset.state === 'drawn' && e.dataset.theme === theme); }"""
+# When the page fetched vega, vega-lite and vega-embed: [path, started after the page's load event].
+LIBRARIES_FETCHED = """() => { const nav = performance.getEntriesByType('navigation')[0];
+  return performance.getEntriesByType('resource').filter(e => /vega[^/]*\\.min\\.js$/.test(new URL(e.name).pathname))
+    .map(e => [new URL(e.name).pathname.split('/_static/')[1], e.startTime >= nav.loadEventStart]); }"""
 # What the reader sees of a figure's data: every mark's aria-label (Vega-Lite writes its
 # fields' values there) and every text drawn in it.
 SIGNATURE = """el => [...el.querySelectorAll('svg [aria-roledescription]')].map(e => e.getAttribute('aria-label') || '')
@@ -89,12 +93,18 @@ def test_figure_pages_load_the_sites_own_vega(site, page):
     html = (site / page.html).read_text(encoding="utf-8")
     assert html.count('class="mha-vega-figure"') >= 1
     loaded = _scripts(site / page.html)
-    for asset in ASSETS:
+    glue, css = book_ext.FIGURE_SCRIPTS[-1], book_ext.FIGURE_CSS
+    for asset in (glue, css):
         hits = [s for s in loaded if s.endswith("_static/" + asset)]
         assert len(hits) == 1, (asset, [s for s in loaded if "vega" in s or "mha-figures" in s])
         assert (site / page.html).parent.joinpath(hits[0]).resolve().is_file(), hits[0]
-    order = [next(i for i, s in enumerate(loaded) if s.endswith(a)) for a in book_ext.FIGURE_SCRIPTS]
-    assert order == sorted(order), "vega, vega-lite, vega-embed, then the glue"
+    # vega, vega-lite and vega-embed are not in the page: the glue fetches them, in this order, after load
+    assert not [s for s in loaded if re.search(r"vega[^/]*\.min\.js$", s)], loaded
+    doc = BeautifulSoup(html, "html.parser")
+    tag = next(t for t in doc.find_all("script", src=True) if t["src"].split("?")[0].endswith(glue))
+    assert tag.get("data-vega", "").split() == list(book_ext.FIGURE_SCRIPTS[:-1]), tag
+    static = (site / page.html).parent.joinpath(tag["src"].split("?")[0]).resolve().parent
+    assert all((static / lib).is_file() for lib in tag["data-vega"].split()), tag["data-vega"]
     assert "npm/vega" not in html and "vnd.mha.vegalite" not in html  # Altair's CDN html is not used here
 
 
@@ -197,6 +207,7 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
             spec_bytes = page.evaluate(
                 "() => [...document.querySelectorAll('script.mha-vega-spec')]"
                 ".reduce((n, s) => n + new TextEncoder().encode(s.textContent).length, 0)")
+            libraries = page.evaluate(LIBRARIES_FETCHED)
             figures = []
             for i, figure in enumerate(page.locator(".mha-vega-figure").all()):
                 figure.scroll_into_view_if_needed()
@@ -223,7 +234,7 @@ def explored(sync_playwright, server):  # noqa: F811  (server: the fixture impor
                 figures.append({"changes": changes, "alt": figure.get_attribute("aria-label")})
             page.close()
             results["pages"][p.name] = {"errors": log, "figures": figures, "asset_bytes": sizes,
-                                        "spec_bytes": spec_bytes}
+                                        "spec_bytes": spec_bytes, "libraries": libraries}
 
         for p in PLAIN_PAGES[:3]:  # a few pages without a figure: what they actually request
             current["page"] = p.name
@@ -340,6 +351,13 @@ def test_switching_the_theme_redraws_and_keeps_the_choice(explored):
     t = explored["toggle"]
     assert t["before"] == "light" and not t["errors"], t
     assert t["after_redraw"] == t["chosen"], t
+
+
+def test_the_figures_libraries_are_fetched_after_the_page_has_loaded(explored):
+    """On a slow link the text and the formulas' fonts come first; the 1.3 MB of vega after them."""
+    for name, r in explored["pages"].items():
+        assert [path for path, _ in r["libraries"]] == list(book_ext.FIGURE_SCRIPTS[:-1]), (name, r["libraries"])
+        assert all(after for _, after in r["libraries"]), (name, r["libraries"])
 
 
 def test_figures_add_less_than_two_megabytes(explored):
