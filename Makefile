@@ -13,7 +13,7 @@ KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
 KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 KERNELS_OTHER := $(KERNELS_AVX2) $(KERNELS_SCALAR)
 
-.PHONY: book test quick unit nbval nbval-other-kernels nbval-matrix colab site execute clean lab
+.PHONY: book test quick unit nbval nbval-other-kernels nbval-matrix colab site execute clean lab site-speed
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ colab: $(STAMP)
 # (Jupyter refuses to run as root without --allow-root: containers and CI run as root.)
 LAB_FLAGS ?=
 LAB_AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+# Benchmark: every page of the built site (make book first) on the slow mobile link; prints a table
+site-speed: $(STAMP)
+	$(BIN)/python tools/site_speed.py
+
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=book $(LAB_AS_ROOT) $(LAB_FLAGS)
 
