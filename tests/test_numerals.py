@@ -52,25 +52,25 @@ def test_readings_are_unique_and_parse_back():
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("", "empty"),
+    ("", "输入是空的"),
     ("二千", "两千"),
     ("一十二", "十二"),
     ("三万五百", "三万零五百"),
-    ("两千零零一", "two digits in a row"),
-    ("五零", "two digits in a row"),
-    ("十十", "units"),
-    ("万", "starts with 万"),
-    ("一万万", "more than one 万"),
-    ("2026", "'2' at position 0"),
-    ("两千零二十六x", "'x' at position 6"),
+    ("两千零零一", "两个数字连在一起"),
+    ("五零", "两个数字连在一起"),
+    ("十十", "单位"),
+    ("万", "以“万”开头"),
+    ("一万万", "不止一个“万”"),
+    ("2026", "第 1 个字 '2'"),
+    ("两千零二十六x", "第 7 个字 'x'"),
     ("一亿", "'亿'"),
     # spoken short forms: the last digit counts one place down, and the message says so
-    ("一百一", "short form of 110 (its last digit counts in the next place down); this course writes it in full: '一百一十'"),
-    ("三千五", "short form of 3500"),
-    ("两万三", "short form of 23000"),
+    ("一百一", "是 110 的口语简写（最后一个数字落在下一位上）；本课程把它写全：'一百一十'"),
+    ("三千五", "是 3500 的口语简写"),
+    ("两万三", "是 23000 的口语简写"),
     ("一万一", "'一万一千'"),
     ("一万一千一", "'一万一千一百'"),
-    ("三百零二万四", "short form of 3024000"),
+    ("三百零二万四", "是 3024000 的口语简写"),
 ])
 def test_strict_parse_refuses_with_a_clear_message(text, needle):
     with pytest.raises(NumeralError, match=None) as info:
@@ -370,7 +370,7 @@ def test_cli_speaks_utf8_under_an_ascii_locale():
     bad_bytes = subprocess.run([sys.executable, "-m", "mha.numerals"], input=b"\xff\xfe\n", capture_output=True,
                                timeout=120, env=ascii_env)
     assert bad_bytes.returncode == 1 and b"Traceback" not in bad_bytes.stderr, bad_bytes.stderr
-    assert bad_bytes.stdout.decode("utf-8").startswith("error:")
+    assert bad_bytes.stdout.decode("utf-8").startswith("错误：")
 
 
 def test_cli_converts_arguments():
@@ -387,11 +387,11 @@ def test_cli_converts_every_common_writing():
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.splitlines() == list(writings.values())
     explained = _cli(["--explain", "二千", "两千"]).stdout.splitlines()
-    assert explained[0].startswith("2000\t") and "两千" in explained[0] and explained[1] == "2000\tstandard reading"
+    assert explained[0].startswith("2000\t") and "两千" in explained[0] and explained[1] == "2000\t标准读法"
     refused = _cli(["五零", "壹百"])
     assert refused.returncode == 1
-    assert [line.split(":")[0] for line in refused.stdout.splitlines()] == ["error", "error"]
-    assert "two digits in a row" in refused.stdout and "mixes" in refused.stdout
+    assert [line.split("：")[0] for line in refused.stdout.splitlines()] == ["错误", "错误"]
+    assert "两个数字连在一起" in refused.stdout and "混在一起" in refused.stdout
 
 
 def test_cli_reads_lines_and_reports_bad_ones_in_place():
@@ -400,6 +400,6 @@ def test_cli_reads_lines_and_reports_bad_ones_in_place():
     assert run.returncode == 1
     assert len(lines) == 6
     assert lines[0] == "2026" and lines[3] == "12" and lines[5] == "99990000"
-    assert lines[1].startswith("error: empty line")
-    assert lines[2].startswith("error:") and "两千" in lines[2]
-    assert lines[4].startswith("error:") and "'a' at position 0" in lines[4]
+    assert lines[1].startswith("错误：空行")
+    assert lines[2].startswith("错误：") and "两千" in lines[2]
+    assert lines[4].startswith("错误：") and "第 1 个字 'a'" in lines[4]

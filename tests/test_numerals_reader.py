@@ -40,7 +40,7 @@ def test_reads_back_what_independent_writers_wrote(writer):
 def test_the_course_readings_are_standard_and_other_writings_are_named():
     for n in NUMBERS:
         reading = read(to_chinese(n))
-        assert reading == (n, to_chinese(n), ()) and reading.is_standard and reading.explain() == "standard reading"
+        assert reading == (n, to_chinese(n), ()) and reading.is_standard and reading.explain() == "标准读法"
     nonstandard = [n for n in NUMBERS if cn2an.an2cn(n) != to_chinese(n)]
     assert len(nonstandard) > 1000
     for n in nonstandard:
@@ -69,11 +69,11 @@ def test_known_writings(text, number, notes):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("", "empty"), ("五零", "two digits in a row"), ("一二", "two digits in a row"), ("十十", "units"),
-    ("一千零一百", "no place is skipped"), ("一十零五", "no place is skipped"), ("两千零零一", "two 零"),
-    ("一百零", "zeros at the end are silent"), ("零五", "starts with 零"), ("万", "starts with 万"),
-    ("一万万", "more than one 万"), ("百", "without a digit"), ("两十", "两 before 十"), ("十两", "a lone 2 is 二"),
-    ("两", "a lone 2 is 二"), ("壹百", "mixes"), ("一亿", "'亿'"), ("2026", "'2' at position 0"),
+    ("", "输入是空的"), ("五零", "两个数字连在一起"), ("一二", "两个数字连在一起"), ("十十", "单位"),
+    ("一千零一百", "没有跳过哪一位"), ("一十零五", "没有跳过哪一位"), ("两千零零一", "连着两个“零”"),
+    ("一百零", "末尾的 0 不读出来"), ("零五", "以“零”开头"), ("万", "以“万”开头"),
+    ("一万万", "不止一个“万”"), ("百", "前面缺一个数字"), ("两十", "在“十”前面用了“两”"), ("十两", "单独的 2 写作 二"),
+    ("两", "单独的 2 写作 二"), ("壹百", "混在一起"), ("一亿", "'亿'"), ("2026", "第 1 个字 '2'"),
 ])
 def test_refuses_only_what_is_not_a_number(text, needle):
     with pytest.raises(NumeralError) as info:

@@ -5,7 +5,7 @@
 
 Every common writing is converted: 二千零二十六, 两百, 一十二, 一百一 (110), 三万五,
 贰仟零贰拾陆 (financial 大写). Each input gives exactly one output line: the digits
-the model writes, or ``error: ...`` when the input names no number (empty line,
+the model writes, or ``错误：...`` when the input names no number (empty line,
 unknown characters, two digits in a row ...: the reason is given); the other lines
 are still converted. ``--strict`` accepts only the course's standard readings
 (as before); ``--explain`` adds, after a tab, how the input differs from the
@@ -41,12 +41,12 @@ def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[
         text = line.strip()
         try:
             if not text:
-                raise NumeralError("empty line: expected a Chinese numeral such as 两千零二十六")
+                raise NumeralError("空行：请写一个中文数字，例如 两千零二十六")
             if strict:
                 parse(text, strict=True)
             reading = read(text)
         except NumeralError as e:
-            outputs.append(f"error: {e}")
+            outputs.append(f"错误：{e}")
             continue
         outputs.append(None)
         valid.append((i, model_input(text, reading.number, reading.standard)))

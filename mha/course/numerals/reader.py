@@ -29,14 +29,15 @@ _DIGIT = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两"
 _UNIT = {"十": 10, "百": 100, "千": 1000}
 
 # the notes a Reading may carry, one per way of writing that differs from the course's standard
+# (in Chinese: Reading.explain() and the CLI's --explain show them to the reader)
 NOTES = {
-    "financial": "financial numerals (大写)",
-    "traditional": "萬 for 万",
-    "short": "spoken short form (the last digit counts one place down)",
-    "zero_left_out": "零 left out (the units still name every place)",
-    "yi_shi": "一十 where the course writes 十",
-    "bare_shi": "十 without 一 where the course writes 一十",
-    "liang_er": "两/二 chosen differently from the course (两 only before 千 and in 两万)",
+    "financial": "大写数字",
+    "traditional": "用繁体“萬”写“万”",
+    "short": "口语简写（最后一个数字落在下一位上）",
+    "zero_left_out": "省略了“零”（单位仍然说清了每一位）",
+    "yi_shi": "写了“一十”，课程在这里写“十”",
+    "bare_shi": "写了“十”，课程在这里写“一十”",
+    "liang_er": "“两”和“二”的用法和课程不同（课程只在“千”前面和“两万”里用“两”）",
 }
 
 
@@ -52,10 +53,10 @@ class Reading(NamedTuple):
         return not self.notes
 
     def explain(self) -> str:
-        """A short English sentence: ``"standard"`` or the notes and the standard reading."""
+        """A short Chinese sentence for the reader: ``"标准读法"``, or the notes and how the course writes it."""
         if self.is_standard:
-            return "standard reading"
-        return "; ".join(NOTES[k] for k in self.notes) + f"; the course writes {self.standard}"
+            return "标准读法"
+        return "；".join(NOTES[k] for k in self.notes) + f"；课程写作 {self.standard}"
 
 
 def to_ordinary(text: str) -> str:
@@ -74,27 +75,27 @@ def _group(text: str, whole: str, after_wan: bool, notes: set, before_wan: bool 
     for ch in text:
         if ch == "零":
             if digit is not None:
-                raise NumeralError(f"{whole!r} has two digits in a row without a unit between them")
+                raise NumeralError(f"{whole!r} 里有两个数字连在一起，中间缺了单位")
             if zero:
-                raise NumeralError(f"{whole!r} has two 零 in a row: one 零 stands for any run of zeros")
+                raise NumeralError(f"{whole!r} 里连着两个“零”：一个“零”就代表中间所有连续的 0")
             if not started:
-                raise NumeralError(f"{whole!r} has 零 where no digit came before it")
+                raise NumeralError(f"{whole!r} 的“零”前面还没有数字")
             zero = True
         elif ch in _DIGIT:
             if digit is not None:
-                raise NumeralError(f"{whole!r} has two digits in a row without a unit between them")
+                raise NumeralError(f"{whole!r} 里有两个数字连在一起，中间缺了单位")
             digit = ch
         else:  # a unit
             unit = _UNIT[ch]
             if unit >= last_unit:
-                raise NumeralError(f"{whole!r} repeats or reorders the units 千, 百, 十 within a group")
+                raise NumeralError(f"{whole!r} 在同一组里重复或颠倒了单位千、百、十")
             if digit is None and unit != 10:
-                raise NumeralError(f"{whole!r} has {ch} without a digit before it (e.g. 一{ch})")
+                raise NumeralError(f"{whole!r} 的“{ch}”前面缺一个数字（例如 一{ch}）")
             if digit == "两" and unit == 10:
-                raise NumeralError(f"{whole!r} has 两 before 十: 20 is 二十")
+                raise NumeralError(f"{whole!r} 在“十”前面用了“两”：20 写作 二十")
             skipped = unit * 10 < last_unit
             if zero and not skipped:
-                raise NumeralError(f"{whole!r} has 零 but no place is skipped before {ch}")
+                raise NumeralError(f"{whole!r} 写了“零”，可是“{ch}”前面并没有跳过哪一位")
             if started and skipped and not zero:
                 notes.add("zero_left_out")
             if digit is None:
@@ -104,16 +105,16 @@ def _group(text: str, whole: str, after_wan: bool, notes: set, before_wan: bool 
             total += (1 if digit is None else _DIGIT[digit]) * unit
             digit, last_unit, zero, started = None, unit, False, True
     if zero and digit is None:
-        raise NumeralError(f"{whole!r} ends a group with 零: zeros at the end are silent")
+        raise NumeralError(f"{whole!r} 的一组以“零”结尾：末尾的 0 不读出来")
     if zero and last_unit == 10:
-        raise NumeralError(f"{whole!r} has 零 but no place is skipped before the last digit")
+        raise NumeralError(f"{whole!r} 写了“零”，可是最后一个数字前面并没有跳过哪一位")
     if digit is not None:
         if started and not zero and last_unit > 10:
             notes.add("short")  # 一百一 = 110, 三万五 = 35000: the digit counts one place down
             total += _DIGIT[digit] * last_unit // 10
         else:
             if digit == "两" and not before_wan:
-                raise NumeralError(f"{whole!r} has 两 where no unit follows: a lone 2 is 二")
+                raise NumeralError(f"{whole!r} 的“两”后面没有单位：单独的 2 写作 二")
             total += _DIGIT[digit]
     return total
 
@@ -139,15 +140,15 @@ def read(text: str) -> Reading:
         >>> read("两千零二十六").number, read("贰仟零贰拾陆").number, read("一万二").number
         (2026, 2026, 12000)
         >>> read("二千").explain()
-        '两/二 chosen differently from the course (两 only before 千 and in 两万); the course writes 两千'
+        '“两”和“二”的用法和课程不同（课程只在“千”前面和“两万”里用“两”）；课程写作 两千'
     """
     check_characters(text, ALPHABET)
     chars = set(text)
     notes = set()
     if chars & _FINANCIAL_ONLY:
         if chars & _ORDINARY_ONLY:
-            raise NumeralError(f"{text!r} mixes financial numerals (大写: 壹贰叁..., 拾佰仟) with ordinary ones; "
-                               f"write it in one of them")
+            raise NumeralError(f"{text!r} 把大写数字（壹贰叁……、拾佰仟）和普通数字混在一起了；"
+                               f"只用其中一种来写")
         notes.add("financial")
     if "萬" in chars:
         notes.add("traditional")
@@ -155,18 +156,18 @@ def read(text: str) -> Reading:
     if plain == "零":
         return Reading(0, "零", tuple(sorted(notes)))
     if plain.count("万") > 1:
-        raise NumeralError(f"{text!r} has more than one 万 (this course reads numbers below 1,0000,0000 only)")
+        raise NumeralError(f"{text!r} 里不止一个“万”（本课程只读一亿以下的数）")
     if plain.startswith("零"):
-        raise NumeralError(f"{text!r} starts with 零: a number starts with its first non-zero digit")
+        raise NumeralError(f"{text!r} 以“零”开头：一个数从它第一个不是 0 的数字写起")
     if "万" in plain:
         high, low = plain.split("万")
         if not high:
-            raise NumeralError(f"{text!r} starts with 万: a digit must come before it (e.g. 一万)")
+            raise NumeralError(f"{text!r} 以“万”开头：“万”前面要有数字（例如 一万）")
         n = _group(high, text, False, notes, before_wan=True) * 10000 + (_group(low, text, True, notes) if low else 0)
     else:
         n = _group(plain, text, False, notes)
     if n > MAX_NUMBER:  # cannot happen with one 万 and groups <= 9999, kept as a guard
-        raise NumeralError(f"{text!r} is larger than {MAX_NUMBER:,}")
+        raise NumeralError(f"{text!r} 大于 {MAX_NUMBER:,}")
     standard = to_chinese(n)
     if "financial" not in notes and _liang_er_differs(plain):
         notes.add("liang_er")

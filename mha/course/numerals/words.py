@@ -144,11 +144,11 @@ def _spoken_short_form(text: str) -> int | None:
 def _value(text: str, whole: str) -> int:
     """Lenient value of a string over the alphabet (may accept non-canonical forms)."""
     if text.count("万") > 1:
-        raise NumeralError(f"{whole!r} has more than one 万 (this course reads numbers below 1,0000,0000 only)")
+        raise NumeralError(f"{whole!r} 里不止一个“万”（本课程只读一亿以下的数）")
     if "万" in text:
         high, low = text.split("万")
         if not high:
-            raise NumeralError(f"{whole!r} starts with 万: a digit must come before it (e.g. 一万)")
+            raise NumeralError(f"{whole!r} 以“万”开头：“万”前面要有数字（例如 一万）")
         return _group_value(high, whole) * 10000 + (_group_value(low, whole) if low else 0)
     return _group_value(text, whole)
 
@@ -158,22 +158,22 @@ def _group_value(text: str, whole: str) -> int:
     for ch in text:
         if ch in _VALUE:
             if digit is not None and (digit != 0 or _VALUE[ch] == 0):
-                raise NumeralError(f"{whole!r} has two digits in a row without a unit between them")
+                raise NumeralError(f"{whole!r} 里有两个数字连在一起，中间缺了单位")
             digit = _VALUE[ch]
         elif ch in _UNIT_VALUE:
             unit = _UNIT_VALUE[ch]
             if unit >= last_unit:
-                raise NumeralError(f"{whole!r} repeats or reorders the units 千, 百, 十 within a group")
+                raise NumeralError(f"{whole!r} 在同一组里重复或颠倒了单位千、百、十")
             if digit == 0:
-                raise NumeralError(f"{whole!r} has 零 directly before a unit")
+                raise NumeralError(f"{whole!r} 的“零”后面直接跟着单位")
             total += (1 if digit is None else digit) * unit
             digit, last_unit = None, unit
         else:  # 万 was split off by the caller
-            raise NumeralError(f"{whole!r} has 万 in the wrong place")
+            raise NumeralError(f"{whole!r} 的“万”位置不对")
     if digit:
         total += digit
     if total > 9999:
-        raise NumeralError(f"{whole!r} has a group larger than 9999")
+        raise NumeralError(f"{whole!r} 有一组大于 9999")
     return total
 
 
@@ -182,12 +182,12 @@ def check_characters(text, alphabet: str) -> None:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text:
-        raise NumeralError("empty input: expected a Chinese numeral such as 两千零二十六")
+        raise NumeralError("输入是空的：请写一个中文数字，例如 两千零二十六")
     unknown = [(i, ch) for i, ch in enumerate(text) if ch not in alphabet]
     if unknown:
-        listed = ", ".join(f"{ch!r} at position {i}" for i, ch in unknown[:5])
-        raise NumeralError(f"{text!r} contains characters that are not numeral characters: {listed}; "
-                           f"allowed: {alphabet}")
+        listed = "、".join(f"第 {i + 1} 个字 {ch!r}" for i, ch in unknown[:5])  # counted from 1, as readers do
+        raise NumeralError(f"{text!r} 里有不是数字用字的字符：{listed}；"
+                           f"可以用的字：{alphabet}")
 
 
 def parse(text: str, strict: bool = False) -> int:
@@ -218,12 +218,12 @@ def parse(text: str, strict: bool = False) -> int:
     check_characters(text, STANDARD_ALPHABET)
     spoken = _spoken_short_form(text)
     if spoken is not None:
-        raise NumeralError(f"{text!r} is the spoken short form of {spoken} (its last digit counts in the next place "
-                           f"down); this course writes it in full: {to_chinese(spoken)!r}")
+        raise NumeralError(f"{text!r} 是 {spoken} 的口语简写（最后一个数字落在下一位上）；"
+                           f"本课程把它写全：{to_chinese(spoken)!r}")
     n = _value(text, text)
     if n > MAX_NUMBER:  # cannot happen with one 万 and groups <= 9999, kept as a guard
-        raise NumeralError(f"{text!r} is larger than {MAX_NUMBER:,}")
+        raise NumeralError(f"{text!r} 大于 {MAX_NUMBER:,}")
     canonical = to_chinese(n)
     if canonical != text:
-        raise NumeralError(f"{text!r} is not how this course writes {n}: the standard reading is {canonical!r}")
+        raise NumeralError(f"{text!r} 不是本课程写 {n} 的方式：标准读法是 {canonical!r}")
     return n
