@@ -403,3 +403,18 @@ def test_cli_reads_lines_and_reports_bad_ones_in_place():
     assert lines[1].startswith("错误：空行")
     assert lines[2].startswith("错误：") and "两千" in lines[2]
     assert lines[4].startswith("错误：") and "第 1 个字 'a'" in lines[4]
+
+
+def test_cli_says_when_the_model_is_wrong():
+    """The model's digits are printed as they are; when the rules read another number, the line says so."""
+    from mha.numerals.__main__ import convert
+
+    class OffByOne:  # a model that gets the second number wrong
+        def translate(self, texts):
+            return ["2026", "12346"][:len(texts)]
+
+    outputs, ok = convert(["两千零二十六", "一万二千三百四十五"], OffByOne())
+    assert ok and outputs == ["2026", "12346\t模型写错了：按读法规则是 12345"], outputs
+    outputs, _ = convert(["二千零二十六", "一万二千三百四十五"], OffByOne(), explain=True)
+    assert outputs[0].startswith("2026\t“两”和“二”") and "模型写错了" not in outputs[0], outputs
+    assert outputs[1] == "12346\t标准读法；模型写错了：按读法规则是 12345", outputs

@@ -9,7 +9,9 @@ the model writes, or ``错误：...`` when the input names no number (empty line
 unknown characters, two digits in a row ...: the reason is given); the other lines
 are still converted. ``--strict`` accepts only the course's standard readings
 (as before); ``--explain`` adds, after a tab, how the input differs from the
-standard reading. The exit status is 1 when any input was invalid, else 0.
+standard reading. When the model's digits differ from the number the rules read
+(:func:`mha.numerals.reader.read`), a tab and ``模型写错了：按读法规则是 N`` follow them.
+The exit status is 1 when any input was invalid, else 0.
 The model does the conversion and reads the input as written when it was trained on that
 writing; :func:`mha.numerals.reader.read` checks the input and gives the standard reading
 for the few accepted writings outside the training styles (零 left out: 三万五百).
@@ -49,12 +51,15 @@ def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[
             outputs.append(f"错误：{e}")
             continue
         outputs.append(None)
-        valid.append((i, model_input(text, reading.number, reading.standard)))
+        valid.append((i, model_input(text, reading.number, reading.standard), reading.number))
         notes[i] = reading.explain()
     if valid:
-        answers = model.translate([text for _, text in valid])
-        for (i, _), answer in zip(valid, answers):
-            outputs[i] = f"{answer}\t{notes[i]}" if explain else answer
+        answers = model.translate([text for _, text, _ in valid])
+        for (i, _, number), answer in zip(valid, answers):
+            said = [notes[i]] if explain else []
+            if answer != str(number):  # the model is not always right: say so, with the rules' answer
+                said.append(f"模型写错了：按读法规则是 {number}")
+            outputs[i] = "\t".join([answer, "；".join(said)]) if said else answer
     return outputs, len(valid) == len(outputs)
 
 
