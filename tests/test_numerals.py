@@ -415,6 +415,6 @@ def test_cli_says_when_the_model_is_wrong():
 
     outputs, ok = convert(["两千零二十六", "一万二千三百四十五"], OffByOne())
     assert ok and outputs == ["2026", "12346\t模型写错了：按读法规则是 12345"], outputs
-    outputs, _ = convert(["二千零二十六", "一万二千三百四十五"], OffByOne(), explain=True)
+    outputs, _ = convert(["二千零二十六", "一万两千三百四十五"], OffByOne(), explain=True)
     assert outputs[0].startswith("2026\t“两”和“二”") and "模型写错了" not in outputs[0], outputs
     assert outputs[1] == "12346\t标准读法；模型写错了：按读法规则是 12345", outputs
