@@ -24,3 +24,8 @@ from .numerals import plot_block_heads, plot_head_panels, plot_head_table, plot_
 from .transformer import plot_transformer  # noqa: E402
 
 __all__ += ["cjk_font", "plot_block_heads", "plot_head_panels", "plot_head_table", "plot_loss", "plot_transformer"]
+
+# Inside IPython every figure's PNG carries its smallest text size (mha.viz.png_text, read by the browser tests)
+from . import png_text  # noqa: E402
+
+png_text.install()
