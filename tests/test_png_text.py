@@ -80,3 +80,14 @@ def test_the_chunk_is_replaced_not_repeated_and_bad_bytes_are_refused():
     assert png_text.png_dpi(plain) == pytest.approx(100, abs=0.01)
     with pytest.raises(ValueError, match="PNG"):
         png_text.with_text_chunk(b"GIF89a", png_text.KEY, "1")
+
+
+def test_the_landing_svg_carries_its_smallest_text_in_css_px():
+    fig = _figure(title_pt=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    svg = png_text.svg_with_text_size(buf.getvalue(), fig)
+    plt.close(fig)
+    assert b'<svg data-mha-smallest-text-px="10.67" ' in svg  # 8 pt = 8 * 96 / 72 CSS px at natural size
+    with pytest.raises(ValueError, match="SVG"):
+        png_text.svg_with_text_size(b"<html></html>", fig)

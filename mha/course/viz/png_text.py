@@ -7,7 +7,8 @@ notebook stores and the website shows). The wrapper writes the same PNG plus one
 (:func:`mha.viz.style.smallest_text_pt` at the PNG's own resolution, its ``pHYs`` chunk), or
 ``none`` for a figure without text. The rest of the bytes are untouched, so the output stays
 deterministic. tests/test_browser_figures.py reads the chunk from the images the website serves
-and scales it by rendered / natural width: the CSS px a phone reader sees.
+and scales it by rendered / natural width: the CSS px a phone reader sees. The landing page's
+SVG (tools/book_ext.py) carries the same number as the root attribute ``data-mha-smallest-text-px``.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ KEY = "mha:smallest-text-px"
 NO_TEXT = "none"
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
-__all__ = ["KEY", "NO_TEXT", "install", "png_dpi", "with_text_chunk"]
+__all__ = ["KEY", "NO_TEXT", "install", "png_dpi", "smallest_text_value", "svg_with_text_size", "with_text_chunk"]
 
 
 def _chunks(png: bytes):
@@ -60,15 +61,30 @@ def with_text_chunk(png: bytes, key: str, value: str) -> bytes:
     return bytes(out[:header_end] + chunk + out[header_end:])
 
 
+def smallest_text_value(fig, dpi: float) -> str:
+    """The chunk's text: ``fig``'s smallest text in px of an image drawn at ``dpi`` (2 decimals), or ``none``."""
+    fig.draw_without_rendering()  # tick labels as drawn (call it once the image is written)
+    try:
+        return f"{smallest_text_pt(fig) * dpi / 72:.2f}"
+    except ValueError:  # no visible text
+        return NO_TEXT
+
+
+def svg_with_text_size(svg: bytes, fig) -> bytes:
+    """A matplotlib SVG of ``fig`` whose root carries ``data-mha-smallest-text-px`` (CSS px at its natural size).
+
+    Its natural size is its width and height in pt, 96/72 CSS px each: the value is measured at 96 dpi.
+    """
+    head, sep, rest = svg.partition(b"<svg ")
+    if not sep:
+        raise ValueError("expected the bytes of an SVG image")
+    return head + sep + f'data-{KEY.replace(":", "-")}="{smallest_text_value(fig, 96)}" '.encode() + rest
+
+
 def _with_measure(fig, data):
     """``data`` (PNG bytes or their base64 text) of ``fig`` with the chunk, in the same form."""
     png = binascii.a2b_base64(data) if isinstance(data, str) else data
-    fig.draw_without_rendering()  # tick labels as drawn (the PNG is already written)
-    try:
-        value = f"{smallest_text_pt(fig) * (png_dpi(png) or fig.dpi) / 72:.2f}"
-    except ValueError:  # no visible text
-        value = NO_TEXT
-    png = with_text_chunk(png, KEY, value)
+    png = with_text_chunk(png, KEY, smallest_text_value(fig, png_dpi(png) or fig.dpi))
     return binascii.b2a_base64(png, newline=False).decode("ascii") if isinstance(data, str) else png
 
 
