@@ -19,7 +19,9 @@ The minimum per page goes to _build/screenshots/figure_text.json (and is printed
 """
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import http.server
 import io
 import json
@@ -74,12 +76,23 @@ def image_text_px(data: bytes) -> str | None:
     return found.group(1).decode() if found else None
 
 
-def measure(page, url: str) -> dict:
+def output_cells(notebook) -> dict:
+    """sha256 of each PNG a notebook stores -> the id of its cell (to name a figure's cell in messages)."""
+    if notebook.suffix != ".ipynb":
+        return {}
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    return {hashlib.sha256(base64.b64decode(o["data"]["image/png"])).hexdigest(): c.get("id")
+            for c in nb["cells"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})}
+
+
+def measure(page, url: str, cells: dict | None = None) -> dict:
     """Open ``url`` in ``page`` and measure every figure text: {"images": [...], "texts": [...]}."""
     page.goto(url, wait_until="load")
     found = page.evaluate(MEASURE)
     for img in found["images"]:
-        img["smallest"] = image_text_px(page.context.request.get(urljoin(url, img["url"])).body())
+        data = page.context.request.get(urljoin(url, img["url"])).body()
+        img["cell"] = (cells or {}).get(hashlib.sha256(data).hexdigest())
+        img["smallest"] = image_text_px(data)
         if img["smallest"] not in (None, NO_TEXT) and img["natural"]:
             img["css_px"] = round(float(img["smallest"]) * img["rendered"] / img["natural"], 2)
     return found
@@ -89,7 +102,8 @@ def problems(name: str, found: dict) -> list:
     """Every figure text below MIN_TEXT_PX CSS px, and every output image that does not say its size."""
     bad = []
     for img in found["images"]:
-        label = f"{name}: image {img['index']} ({img['src']}, alt {img['alt']!r})"
+        cell = f"cell {img['cell']}, " if img.get("cell") else ""
+        label = f"{name}: image {img['index']} ({cell}{img['src'].rsplit('/', 1)[-1]}, alt {img['alt']!r})"
         if img["smallest"] is None:
             if img["output"] or img["src"].endswith(".svg"):
                 bad.append(f"{label} carries no {KEY} (re-execute the chapter with mha.viz imported)")
@@ -128,7 +142,7 @@ def measured(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
         for p in PAGES:
             current["page"] = p.name
             page = ctx.new_page()
-            results[p.name] = measure(page, f"{server}/{p.html}")
+            results[p.name] = measure(page, f"{server}/{p.html}", output_cells(p.source))
             page.close()
         browser.close()
     summary = {name: {"min_css_px": smallest(f), "images": len(f["images"]), "svg_texts": len(f["texts"]),
@@ -148,7 +162,7 @@ def test_measured_pages_request_nothing_outside_the_site(measured):
 def test_the_book_shows_measured_figures(measured):
     """The measure sees the chapters' figures (not a page of nothing): PNG outputs and vega's text."""
     found = measured["pages"]
-    assert sum(1 for f in found.values() for i in f["images"] if i["output"]) >= 40
+    assert sum(1 for f in found.values() for i in f["images"] if i["output"] and i["cell"]) >= 40  # served as stored
     assert all(f["vega_drawn"] for f in found.values())
     assert sum(f["vega"] for f in found.values()) >= 5 and any(f["texts"] for f in found.values())
 
