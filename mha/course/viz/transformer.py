@@ -7,6 +7,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
+from mha.validate import require_int
+
 from .cjk import cjk_font
 
 __all__ = ["plot_transformer", "BLOCK_COLORS", "CHINESE_TEXT"]
@@ -67,8 +69,7 @@ def plot_transformer(n_encoder_layers: int = 2, n_decoder_layers: int = 2, d_mod
         The matplotlib ``Axes``.
     """
     for name, value in (("n_encoder_layers", n_encoder_layers), ("n_decoder_layers", n_decoder_layers)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_int(value, name, minimum=1)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.8, 5.77))
         ax.set_position([0, 0, 1, 1])  # one data unit = one inch
