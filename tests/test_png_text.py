@@ -8,7 +8,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from IPython.core.events import EventManager, available_events  # noqa: E402
+from IPython.core.formatters import DisplayFormatter  # noqa: E402
 from IPython.core.pylabtools import print_figure, select_figure_formats  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -26,12 +27,19 @@ def _figure(title_pt=8, text=True):
     return fig
 
 
+class _Shell:
+    """What the formatter hook touches of an IPython shell (a real one would install global hooks)."""
+
+    def __init__(self):
+        self.display_formatter = DisplayFormatter()
+        self.events = EventManager(self, available_events)
+
+
 @pytest.fixture
 def shell():
-    sh = InteractiveShell.instance()
+    sh = _Shell()
     select_figure_formats(sh, {"png"})  # what the inline backend does
-    yield sh
-    InteractiveShell.clear_instance()
+    return sh
 
 
 def _stored(sh, fig) -> bytes:
