@@ -206,7 +206,51 @@ TYPE_VS_VALUE = [
         v, v), torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 3, 1, 4)),
     ("fmt decimals", lambda v: mha.fmt(torch.ones(2), v), "2", -1),
     ("repeat_kv_heads group", lambda v: mha.repeat_kv_heads(torch.zeros(1, 2, 3, 4), v), 2.0, 0),
+    # the course helpers go through the same require_int
+    ("plot_flow ncols", lambda v: _viz().plot_flow(ncols=v), 2.0, 0),
+    ("plot_heads ncols", lambda v: _viz().plot_heads(torch.rand(2, 3, 3).softmax(-1), ncols=v), "2", 0),
+    ("plot_head_panels ncols", lambda v: _viz().plot_head_panels([torch.rand(2, 2)] * 2, ["a", "b"], ["c", "d"],
+                                                                 ["1", "2"], ncols=v), 1.0, 3),
+    ("plot_block_heads layer", lambda v: _viz().plot_block_heads([torch.rand(2, 2, 2)], "cross", ["a", "b"],
+                                                                 ["c", "d"], layer=v), "0", 1),
+    ("plot_transformer layers", lambda v: _viz().plot_transformer(n_encoder_layers=v), 2.0, 0),
+    ("NumeralConfig d_ff", lambda v: _numerals().NumeralConfig(d_ff=v), 128.0, 0),
+    ("NumeralTransformer.attention layer", lambda v: _numeral_model().attention("encoder", v), 0.0, 2),
+    ("ablate_heads head", lambda v: _ablate(("encoder", 0, v)), "1", 4),
+    ("make_batch number", lambda v: _numerals().make_batch([v]), 12.0, -1),
+    ("shape_steps batch", lambda v: _widgets().shape_steps(v, 4, 8, 2), 2.0, 0),
+    ("mask_weights length", lambda v: _widgets().mask_weights(length=v), 3.0, 0),
 ]
+
+
+def _viz():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import mha.viz
+
+    return mha.viz
+
+
+def _numerals():
+    import mha.numerals
+
+    return mha.numerals
+
+
+def _widgets():
+    import mha.widgets
+
+    return mha.widgets
+
+
+def _numeral_model():
+    return _numerals().NumeralTransformer(_numerals().NumeralConfig(d_model=8, n_heads=4, d_ff=8))
+
+
+def _ablate(heads):
+    with _numerals().ablate_heads(_numeral_model(), heads):
+        pass
 
 
 @pytest.mark.parametrize("name, call, wrong_type, wrong_value", TYPE_VS_VALUE, ids=[r[0] for r in TYPE_VS_VALUE])

@@ -43,6 +43,9 @@ def _figures():
 
     yield "plot_head_matrices", lambda: plot_head_matrices(torch.randn(4, 64), torch.randn(6, 64), torch.randn(6, 64))
     yield "plot_flow", lambda: plot_flow().figure
+    from mha.viz import plot_transformer
+
+    yield "plot_transformer", lambda: plot_transformer().figure
     yield "plot_flow[highlight]", lambda: plot_flow(B=3, L=5, d_model=4, n_heads=2, highlight=3).figure
     yield "plot_heatmap", lambda: plot_heatmap(w[0], toks, toks, title="第 1 个头").figure
     yield "plot_heads[2]", lambda: plot_heads(w[:2], toks, title="第 1 句：每个头的注意力权重")

@@ -56,13 +56,15 @@ def render_flow_svg() -> bytes:
     import matplotlib.pyplot as plt
 
     from mha.viz.flow_grid import plot_flow_grid
+    from mha.viz.png_text import svg_with_text_size
 
     with matplotlib.rc_context({"svg.hashsalt": "mha-flow", "svg.fonttype": "path"}):
         ax = plot_flow_grid()
         buf = io.BytesIO()
         ax.figure.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        svg = svg_with_text_size(buf.getvalue(), ax.figure)  # its smallest text, for tests/test_browser_figures.py
         plt.close(ax.figure)
-    return buf.getvalue()
+    return svg
 
 
 def write_if_changed(path: pathlib.Path, data: bytes) -> bool:

@@ -1,11 +1,15 @@
 """Argument checks shared by the explorations (Chinese messages, as the explorers print them)."""
 from __future__ import annotations
 
+from mha.validate import require_int
+
 __all__ = ["require_positive"]
 
 
 def require_positive(**values) -> None:
-    """Raise a Chinese ``ValueError`` unless every value is a positive int."""
+    """Chinese errors unless every value is a positive int: ``TypeError`` for another type, ``ValueError`` below 1."""
     for name, v in values.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} 必须是正整数，现在是 {v!r}")
+        try:
+            require_int(v, name, minimum=1)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name} 必须是正整数，现在是 {v!r}") from None

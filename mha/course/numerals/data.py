@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from mha.masks import padding_mask
+from mha.validate import require_int
 from .styles import sample_style, write
 from .words import ALPHABET, MAX_NUMBER, to_chinese
 
@@ -124,7 +125,8 @@ def make_batch(numbers, words=None) -> Batch:
 
 
 def _validate_number(n) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NUMBER:
+    n = require_int(n, "number")
+    if n > MAX_NUMBER:
         raise ValueError(f"numbers must be ints in [0, {MAX_NUMBER:,}], got {n!r}")
     return n
 

@@ -24,7 +24,7 @@ from torch import nn
 from mha.kv_cache import KVCache
 from mha.layer import MultiHeadAttention
 from mha.positional import sinusoidal_positional_encoding
-from mha.validate import exporting
+from mha.validate import exporting, require_int
 from .data import BOS, EOS, MAX_SOURCE_LEN, MAX_TARGET_LEN, PAD, SRC_TOKENS, TGT_TOKENS, decode_target, encode_source
 
 __all__ = ["NumeralConfig", "NumeralTransformer", "FeedForward", "EncoderLayer", "DecoderLayer", "BLOCKS",
@@ -46,9 +46,7 @@ class NumeralConfig:
 
     def __post_init__(self):
         for name in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            require_int(getattr(self, name), name, minimum=1)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
 
@@ -289,7 +287,7 @@ class NumeralTransformer(nn.Module):
         if block not in BLOCKS:
             raise ValueError(f"block must be one of {BLOCKS}, got {block!r}")
         layers = self.encoder_layers if block == "encoder" else self.decoder_layers
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(layers):
+        if require_int(layer, "layer") >= len(layers):
             raise ValueError(f"layer must be an int in [0, {len(layers) - 1}] for the {block} block, got {layer!r}")
         if block == "encoder":
             return layers[layer].self_attn
@@ -363,7 +361,7 @@ def ablate_heads(model: NumeralTransformer, heads, means: dict | None = None, mo
     try:
         for block, layer, head in heads:
             attn = model.attention(block, layer)
-            if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < attn.n_heads:
+            if require_int(head, "head") >= attn.n_heads:
                 raise ValueError(f"head must be an int in [0, {attn.n_heads - 1}], got {head!r}")
             if mode == "zero":
                 hook = zero_head_hook(head, attn.d_k)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from mha.validate import require_int
+
 __all__ = ["STEP_NAMES", "flow_shapes", "plot_flow"]
 
 STEP_NAMES = ("输入 Q、K、V", "Linear 投影", "分头", "每头注意力", "Concat 拼接", "输出 Linear")
@@ -35,8 +37,7 @@ def plot_flow(B: int = 2, L: int = 4, d_model: int = 512, n_heads: int = 8, high
         The matplotlib ``Axes``.
     """
     steps = flow_shapes(B, L, d_model, n_heads)
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"ncols must be an int >= 1, got {ncols!r}")
+    ncols = require_int(ncols, "ncols", minimum=1)
     marked = set() if highlight is None else {highlight} if isinstance(highlight, int) else set(highlight)
     if not marked <= set(range(1, 7)):
         raise ValueError(f"highlight must be step numbers 1-6, got {highlight!r}")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from mha.validate import require_int
+
 from .style import CMAP, label_grid, to_numpy
 
 AXIS_KEY, AXIS_QUERY = "Key 位置", "Query 位置"
@@ -66,8 +68,7 @@ def plot_heads(weights, tokens=None, query_tokens=None, title=None, include_mean
     w = to_numpy(weights)
     if w.ndim != 3:
         raise ValueError(f"plot_heads needs (h, L, S) weights of one sequence, got shape {tuple(w.shape)}")
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"ncols must be an int >= 1, got {ncols!r}")
+    ncols = require_int(ncols, "ncols", minimum=1)
     h = w.shape[0]
     panels = h + (1 if include_mean else 0)
     cols = min(ncols, panels)

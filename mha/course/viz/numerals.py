@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from mha.validate import require_int
+
 from .style import CMAP, to_numpy
 from .cjk import cjk_font
 
@@ -75,7 +77,7 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
     if len(row_labels) != L or len(col_labels) != S:
         raise ValueError(f"labels must match the (L, S) = {(L, S)} maps, got {len(row_labels)} and {len(col_labels)}")
     ncols = min(2, len(mats)) if ncols is None else ncols
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or not 1 <= ncols <= 2:
+    if require_int(ncols, "ncols", minimum=1) > 2:
         raise ValueError(f"ncols must be 1 or 2 (phone-readable figures), got {ncols!r}")
     nrows = -(-len(mats) // ncols)
     cell = (PHONE_WIDTH_IN - 0.5 - 0.45 * ncols) / (ncols * S)  # inches per heat-map cell
@@ -118,7 +120,7 @@ def plot_block_heads(maps, block: str, row_labels, col_labels, layer: int | None
     if not mats or any(m.ndim != 3 for m in mats):
         raise ValueError("maps must be a list of (h, L, S) weights, one per layer (one sequence, no batch axis)")
     layers = range(len(mats)) if layer is None else [layer]
-    if layer is not None and not (isinstance(layer, int) and 0 <= layer < len(mats)):
+    if layer is not None and require_int(layer, "layer") >= len(mats):
         raise ValueError(f"layer must be an int in [0, {len(mats) - 1}], got {layer!r}")
     h = mats[0].shape[0]
     panels = [mats[l][i] for l in layers for i in range(h)]

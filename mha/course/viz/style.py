@@ -41,23 +41,31 @@ def label_grid(ax, shape, row_labels=None, col_labels=None) -> None:
         ax.set_yticklabels(row_labels)
 
 
+def smallest_text_pt(fig) -> float:
+    """Font size (pt) of the smallest visible text ``fig`` draws (the measure behind ``smallest_text_px``)."""
+    if not hasattr(fig, "canvas"):
+        raise TypeError(f"smallest_text_px needs a matplotlib Figure, got {type(fig).__name__}")
+    renderer = fig.canvas.get_renderer()
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and _drawn(t, renderer)]
+    if not sizes:
+        raise ValueError("the figure has no visible text to measure")
+    return min(sizes)
+
+
 def smallest_text_px(fig, column_px: float = PHONE_COLUMN_PX) -> float:
     """CSS px of the smallest text of ``fig`` when its saved image (tight box) fills at most ``column_px``.
 
     The notebooks store PNGs at ``SCREEN_DPI`` cropped to the tight bounding box; the page shows one at
     its natural width or, when wider, scaled down to the column. Text of ``s`` pt is then
-    ``s * dpi / 72 * min(1, column / width_px)`` CSS px.
+    ``s * dpi / 72 * min(1, column / width_px)`` CSS px. (Each PNG a chapter stores carries its
+    smallest text in image px, ``s * dpi / 72``: mha.viz.png_text; the browser tests scale it.)
     """
-    if not hasattr(fig, "canvas"):
-        raise TypeError(f"smallest_text_px needs a matplotlib Figure, got {type(fig).__name__}")
+    smallest = smallest_text_pt(fig)
     renderer = fig.canvas.get_renderer()
     width_px = fig.get_tightbbox(renderer).width * SCREEN_DPI + 2 * 0.1 * SCREEN_DPI  # savefig pads 0.1 in
     scale = min(1.0, column_px / width_px)
-    sizes = [t.get_fontsize() for t in fig.findobj(Text)
-             if t.get_visible() and t.get_text().strip() and _drawn(t, renderer)]
-    if not sizes:
-        raise ValueError("the figure has no visible text to measure")
-    return min(sizes) * SCREEN_DPI / 72 * scale
+    return smallest * SCREEN_DPI / 72 * scale
 
 
 def _drawn(text, renderer) -> bool:

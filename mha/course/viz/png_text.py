@@ -1,0 +1,138 @@
+"""Every PNG a chapter shows carries the size of its smallest text, so the website can be measured.
+
+Inside IPython, importing ``mha.viz`` wraps the inline backend's PNG formatter for matplotlib
+figures (the one place a chapter's ``plt.show()`` / ``display(fig)`` turns a figure into the PNG the
+notebook stores and the website shows). The wrapper writes the same PNG plus one ``tEXt`` chunk,
+``mha:smallest-text-px``: the font size of the figure's smallest drawn text in image px
+(:func:`mha.viz.style.smallest_text_pt` at the PNG's own resolution, its ``pHYs`` chunk), or
+``none`` for a figure without text. The rest of the bytes are untouched, so the output stays
+deterministic. tests/test_browser_figures.py reads the chunk from the images the website serves
+and scales it by rendered / natural width: the CSS px a phone reader sees. The landing page's
+SVG (tools/book_ext.py) carries the same number as the root attribute ``data-mha-smallest-text-px``.
+"""
+from __future__ import annotations
+
+import binascii
+import struct
+import zlib
+
+from .style import smallest_text_pt
+
+KEY = "mha:smallest-text-px"
+NO_TEXT = "none"
+_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+__all__ = ["KEY", "NO_TEXT", "install", "png_dpi", "smallest_text_value", "svg_with_text_size", "with_text_chunk"]
+
+
+def _chunks(png: bytes):
+    """(offset, type, data) of each chunk of ``png``."""
+    if not isinstance(png, (bytes, bytearray)) or png[:8] != _SIGNATURE:
+        raise ValueError("expected the bytes of a PNG image")
+    pos = 8
+    while pos + 8 <= len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        yield pos, kind, png[pos + 8:pos + 8 + length]
+        pos += 12 + length
+
+
+def png_dpi(png: bytes) -> float | None:
+    """The resolution a PNG declares (its ``pHYs`` chunk, in dots per inch), or None."""
+    for _, kind, data in _chunks(png):
+        if kind == b"pHYs":
+            x_per_unit, _, unit = struct.unpack(">IIB", data)
+            return x_per_unit * 0.0254 if unit == 1 else None
+    return None
+
+
+def with_text_chunk(png: bytes, key: str, value: str) -> bytes:
+    """``png`` with a ``tEXt`` chunk ``key``/``value`` right after its header (IHDR); any chunk of that key dropped."""
+    out, header_end = bytearray(png[:8]), None
+    for pos, kind, data in _chunks(png):
+        if kind == b"tEXt" and data.split(b"\0", 1)[0] == key.encode("latin-1"):
+            continue
+        out += png[pos:pos + 12 + len(data)]
+        if kind == b"IHDR":
+            header_end = len(out)
+    if header_end is None:
+        raise ValueError("the PNG has no IHDR chunk")
+    body = b"tEXt" + key.encode("latin-1") + b"\0" + value.encode("latin-1")
+    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body))
+    return bytes(out[:header_end] + chunk + out[header_end:])
+
+
+def smallest_text_value(fig, dpi: float) -> str:
+    """The chunk's text: ``fig``'s smallest text in px of an image drawn at ``dpi`` (2 decimals), or ``none``."""
+    fig.draw_without_rendering()  # tick labels as drawn (call it once the image is written)
+    try:
+        return f"{smallest_text_pt(fig) * dpi / 72:.2f}"
+    except ValueError:  # no visible text
+        return NO_TEXT
+
+
+def svg_with_text_size(svg: bytes, fig) -> bytes:
+    """A matplotlib SVG of ``fig`` whose root carries ``data-mha-smallest-text-px`` (CSS px at its natural size).
+
+    Its natural size is its width and height in pt, 96/72 CSS px each: the value is measured at 96 dpi.
+    """
+    head, sep, rest = svg.partition(b"<svg ")
+    if not sep:
+        raise ValueError("expected the bytes of an SVG image")
+    return head + sep + f'data-{KEY.replace(":", "-")}="{smallest_text_value(fig, 96)}" '.encode() + rest
+
+
+def _with_measure(fig, data):
+    """``data`` (PNG bytes or their base64 text) of ``fig`` with the chunk, in the same form."""
+    png = binascii.a2b_base64(data) if isinstance(data, str) else data
+    png = with_text_chunk(png, KEY, smallest_text_value(fig, png_dpi(png) or fig.dpi))
+    return binascii.b2a_base64(png, newline=False).decode("ascii") if isinstance(data, str) else png
+
+
+def _measured(base):
+    """A PNG formatter calling ``base`` (fig -> PNG data, or (PNG data, metadata) for retina) and adding the chunk."""
+    def formatter(fig, *args, **kwargs):
+        data = base(fig, *args, **kwargs)
+        if data is None:  # an empty figure: IPython shows nothing
+            return None
+        if isinstance(data, tuple):
+            return (_with_measure(fig, data[0]), *data[1:])
+        return _with_measure(fig, data)
+    formatter.mha_measured = True
+    return formatter
+
+
+def install(shell=None) -> bool:
+    """Wrap ``shell``'s (default: the running IPython's) PNG formatter for figures; False outside IPython.
+
+    The inline backend sets its formatter when its module is first imported (often at the first figure),
+    replacing any earlier one: import it first, and re-wrap before each cell should ``%matplotlib``
+    reset it.
+    """
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    import matplotlib
+
+    if matplotlib.get_backend(auto_select=False) in ("inline", "module://matplotlib_inline.backend_inline"):
+        import matplotlib_inline.backend_inline  # noqa: F401  (configures the inline formatters once)
+
+    def wrap(*_):
+        from matplotlib.figure import Figure
+
+        png = shell.display_formatter.formatters["image/png"]
+        try:
+            current = png.lookup_by_type(Figure)
+        except KeyError:
+            return
+        if not getattr(current, "mha_measured", False):
+            png.for_type(Figure, _measured(current))
+
+    wrap()
+    if wrap.__qualname__ not in {getattr(f, "__qualname__", "") for f in shell.events.callbacks["pre_run_cell"]}:
+        shell.events.register("pre_run_cell", wrap)
+    return True

@@ -1,0 +1,101 @@
+"""The PNG a chapter stores carries its smallest text size (mha.viz.png_text), read back by the browser tests."""
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from IPython.core.events import EventManager, available_events  # noqa: E402
+from IPython.core.formatters import DisplayFormatter  # noqa: E402
+from IPython.core.pylabtools import print_figure, select_figure_formats  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from mha.viz import png_text  # noqa: E402
+
+
+def _figure(title_pt=8, text=True):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    if text:
+        ax.set_title("第 1 个头", fontsize=title_pt)
+        ax.tick_params(labelsize=12)
+    else:
+        ax.axis("off")
+        ax.plot([0, 1])
+    return fig
+
+
+class _Shell:
+    """What the formatter hook touches of an IPython shell (a real one would install global hooks)."""
+
+    def __init__(self):
+        self.display_formatter = DisplayFormatter()
+        self.events = EventManager(self, available_events)
+
+
+@pytest.fixture
+def shell():
+    sh = _Shell()
+    select_figure_formats(sh, {"png"})  # what the inline backend does
+    return sh
+
+
+def _stored(sh, fig) -> bytes:
+    return base64.b64decode(sh.display_formatter.format(fig)[0]["image/png"])
+
+
+def test_the_stored_png_carries_the_smallest_text_in_image_px_and_is_otherwise_unchanged(shell):
+    assert png_text.install(shell)
+    fig = _figure(title_pt=8)
+    stored = _stored(shell, fig)
+    image = Image.open(io.BytesIO(stored))
+    assert float(image.text[png_text.KEY]) == pytest.approx(8 * 100 / 72, abs=0.01)  # 8 pt at 100 dpi
+    plain = print_figure(fig, fmt="png")
+    assert stored != plain and stored == png_text.with_text_chunk(plain, png_text.KEY, image.text[png_text.KEY])
+    assert _stored(shell, fig) == stored  # deterministic
+    plt.close(fig)
+
+
+def test_a_figure_without_text_says_so_and_a_retina_png_counts_its_own_dpi(shell):
+    png_text.install(shell)
+    fig = _figure(text=False)
+    assert Image.open(io.BytesIO(_stored(shell, fig))).text[png_text.KEY] == png_text.NO_TEXT
+    plt.close(fig)
+    select_figure_formats(shell, {"retina"})  # a reader's %config InlineBackend.figure_format = "retina"
+    shell.events.trigger("pre_run_cell", None)  # the next cell re-wraps the new formatter
+    fig = _figure(title_pt=8)
+    assert float(Image.open(io.BytesIO(_stored(shell, fig))).text[png_text.KEY]) == pytest.approx(8 * 200 / 72, abs=0.02)
+    plt.close(fig)
+
+
+def test_installing_twice_wraps_once_and_outside_ipython_does_nothing(shell):
+    png_text.install(shell)
+    png_text.install(shell)
+    fig = _figure()
+    assert _stored(shell, fig).count(png_text.KEY.encode()) == 1
+    plt.close(fig)
+    assert png_text.install(object()) is False
+
+
+def test_the_chunk_is_replaced_not_repeated_and_bad_bytes_are_refused():
+    fig = _figure()
+    plain = print_figure(fig, fmt="png")
+    plt.close(fig)
+    twice = png_text.with_text_chunk(png_text.with_text_chunk(plain, png_text.KEY, "1.00"), png_text.KEY, "2.00")
+    assert Image.open(io.BytesIO(twice)).text[png_text.KEY] == "2.00" and twice.count(png_text.KEY.encode()) == 1
+    assert png_text.png_dpi(plain) == pytest.approx(100, abs=0.01)
+    with pytest.raises(ValueError, match="PNG"):
+        png_text.with_text_chunk(b"GIF89a", png_text.KEY, "1")
+
+
+def test_the_landing_svg_carries_its_smallest_text_in_css_px():
+    fig = _figure(title_pt=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    svg = png_text.svg_with_text_size(buf.getvalue(), fig)
+    plt.close(fig)
+    assert b'<svg data-mha-smallest-text-px="10.67" ' in svg  # 8 pt = 8 * 96 / 72 CSS px at natural size
+    with pytest.raises(ValueError, match="SVG"):
+        png_text.svg_with_text_size(b"<html></html>", fig)
