@@ -15,14 +15,14 @@ BLOCK_COLORS = {"encoder": "#f4a261", "decoder": "#2a9d8f", "cross": "#8e7cc3"} 
 _PLAIN = "#eef2f7"
 
 _TEXT = {
-    "encoder": "① 编码器自注意力\nQ = K = V = 编码器的 x，padding 掩码",
-    "decoder": "② 解码器带掩码的自注意力\nQ = K = V = 解码器的 y，因果掩码",
-    "cross": "③ 交叉注意力\nQ 来自解码器，K = V 来自编码器",
-    "ffn": "前馈网络 FFN  d_model → d_ff → d_model",
-    "src_embed": "字的词嵌入 × √d_model + 位置编码",
-    "tgt_embed": "数字的词嵌入 × √d_model + 位置编码",
-    "enc_norm": "LayerNorm → 编码器输出 memory",
-    "readout": "LayerNorm → Linear → softmax",
+    "encoder": "① 编码器自注意力\nQ = K = V = 编码器的 x\npadding 掩码",
+    "decoder": "② 解码器带掩码的自注意力\nQ = K = V = 解码器的 y\n因果掩码",
+    "cross": "③ 交叉注意力\nQ 来自解码器\nK = V 来自编码器\n编码器的 padding 掩码",
+    "ffn": "前馈网络 FFN\nd_model → d_ff → d_model",
+    "src_embed": "字的词嵌入 × √d_model\n+ 位置编码",
+    "tgt_embed": "数字的词嵌入 × √d_model\n+ 位置编码",
+    "enc_norm": "LayerNorm\n→ 编码器输出 memory",
+    "readout": "LayerNorm → Linear\n→ softmax",
     "enc_title": "编码器",
     "dec_title": "解码器",
     "residual": "每个子层：x + 子层(LayerNorm(x))",
@@ -34,19 +34,24 @@ _TEXT = {
 CHINESE_TEXT = tuple(_TEXT.values())
 
 
-def _box(ax, x, y, w, h, text, color, size=9.5, edge="#555555", lw=1.0):
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.05",
+FONT_PT = 10  # 10 pt in a figure about 4.7 in wide (stored PNG) stays above 9 CSS px on a 390 px phone
+
+
+def _box(ax, x, y, w, h, text, color, size=FONT_PT, edge="#555555", lw=1.0):
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.04",
                                 facecolor=color, edgecolor=edge, linewidth=lw))
-    ax.text(x, y, text, ha="center", va="center", fontproperties=cjk_font(size), linespacing=1.4)
+    ax.text(x, y, text, ha="center", va="center", fontproperties=cjk_font(size), linespacing=1.3)
 
 
 def _arrow(ax, start, end, color="#555555", style="-|>", **kw):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=12, color=color, linewidth=1.2, **kw))
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=11, color=color, linewidth=1.2, **kw))
 
 
 def plot_transformer(n_encoder_layers: int = 2, n_decoder_layers: int = 2, d_model: int = 64, n_heads: int = 4,
                      d_ff: int = 128, ax=None):
     """Draw the encoder (left) and decoder (right); the three attention blocks get their own colours.
+
+    Drawn for a phone: 1 data unit = 1 inch, every text at least 10 pt.
 
     Returns:
         The matplotlib ``Axes``.
@@ -55,42 +60,43 @@ def plot_transformer(n_encoder_layers: int = 2, n_decoder_layers: int = 2, d_mod
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(11, 9.2))
-    w, h = 4.2, 0.8
-    xe, xd = 2.6, 8.4
+        _, ax = plt.subplots(figsize=(5.8, 8.6))
+    w = 2.5
+    xe, xd = 1.3, 4.35
+    font = cjk_font(FONT_PT)
     # encoder column, bottom to top
-    ax.text(xe, 0.0, _TEXT["src"], ha="center", va="center", fontproperties=cjk_font(11))
-    _box(ax, xe, 1.2, w, h, _TEXT["src_embed"], _PLAIN)
-    _box(ax, xe, 3.4, w, 1.0, _TEXT["encoder"], BLOCK_COLORS["encoder"], lw=2.0)
-    _box(ax, xe, 4.9, w, h, _TEXT["ffn"], _PLAIN)
-    _box(ax, xe, 7.6, w, h, _TEXT["enc_norm"], _PLAIN)
-    ax.add_patch(Rectangle((xe - w / 2 - 0.35, 2.55), w + 0.7, 3.05, fill=False, linestyle="--", edgecolor="#888888"))
-    ax.text(xe - w / 2 - 0.5, 4.1, f"× {n_encoder_layers}", ha="right", va="center", fontproperties=cjk_font(12))
-    for y0, y1 in ((0.3, 0.75), (1.65, 2.85), (3.95, 4.45), (5.35, 7.15)):
+    ax.text(xe, 0.0, _TEXT["src"], ha="center", va="center", fontproperties=font)
+    _box(ax, xe, 0.8, w, 0.6, _TEXT["src_embed"], _PLAIN)
+    _box(ax, xe, 2.1, w, 0.85, _TEXT["encoder"], BLOCK_COLORS["encoder"], lw=2.0)
+    _box(ax, xe, 3.4, w, 0.6, _TEXT["ffn"], _PLAIN)
+    ax.add_patch(Rectangle((xe - w / 2 - 0.1, 1.5), w + 0.2, 2.5, fill=False, linestyle="--", edgecolor="#888888"))
+    ax.text(xe - w / 2 - 0.02, 3.85, f"× {n_encoder_layers}", ha="left", va="center", fontproperties=font)
+    _box(ax, xe, 4.9, w, 0.6, _TEXT["enc_norm"], _PLAIN)
+    for y0, y1 in ((0.17, 0.46), (1.14, 1.64), (2.56, 3.06), (3.74, 4.56)):
         _arrow(ax, (xe, y0), (xe, y1))
-    ax.text(xe, 8.5, _TEXT["enc_title"], ha="center", va="center", fontproperties=cjk_font(13, "bold"))
+    ax.text(xe, 5.6, _TEXT["enc_title"], ha="center", va="center", fontproperties=cjk_font(FONT_PT + 2, "bold"))
     # decoder column
-    ax.text(xd, 0.0, _TEXT["tgt_in"], ha="center", va="center", fontproperties=cjk_font(11))
-    _box(ax, xd, 1.2, w, h, _TEXT["tgt_embed"], _PLAIN)
-    _box(ax, xd, 3.0, w, 1.0, _TEXT["decoder"], BLOCK_COLORS["decoder"], lw=2.0)
-    _box(ax, xd, 4.6, w, 1.0, _TEXT["cross"], BLOCK_COLORS["cross"], lw=2.0)
-    _box(ax, xd, 6.0, w, h, _TEXT["ffn"], _PLAIN)
-    _box(ax, xd, 7.6, w, h, _TEXT["readout"], _PLAIN)
-    ax.add_patch(Rectangle((xd - w / 2 - 0.35, 2.2), w + 0.7, 4.4, fill=False, linestyle="--", edgecolor="#888888"))
-    ax.text(xd + w / 2 + 0.5, 4.4, f"× {n_decoder_layers}", ha="left", va="center", fontproperties=cjk_font(12))
-    for y0, y1 in ((0.3, 0.75), (1.65, 2.45), (3.55, 4.05), (5.15, 5.55), (6.45, 7.15)):
+    ax.text(xd, 0.0, _TEXT["tgt_in"], ha="center", va="center", fontproperties=font)
+    _box(ax, xd, 0.8, w, 0.6, _TEXT["tgt_embed"], _PLAIN)
+    _box(ax, xd, 2.05, w, 0.85, _TEXT["decoder"], BLOCK_COLORS["decoder"], lw=2.0)
+    _box(ax, xd, 3.45, w, 1.05, _TEXT["cross"], BLOCK_COLORS["cross"], lw=2.0)
+    _box(ax, xd, 4.75, w, 0.6, _TEXT["ffn"], _PLAIN)
+    ax.add_patch(Rectangle((xd - w / 2 - 0.1, 1.5), w + 0.2, 3.75, fill=False, linestyle="--", edgecolor="#888888"))
+    ax.text(xd + w / 2 + 0.02, 5.12, f"× {n_decoder_layers}", ha="right", va="center", fontproperties=font)
+    _box(ax, xd, 6.0, w, 0.6, _TEXT["readout"], _PLAIN)
+    for y0, y1 in ((0.17, 0.46), (1.14, 1.59), (2.51, 2.89), (4.01, 4.41), (5.09, 5.66), (6.34, 6.58)):
         _arrow(ax, (xd, y0), (xd, y1))
-    _arrow(ax, (xd, 8.05), (xd, 8.45))
-    ax.text(xd, 8.75, _TEXT["tgt_out"], ha="center", va="center", fontproperties=cjk_font(11))
-    ax.text(xd, 9.35, _TEXT["dec_title"], ha="center", va="center", fontproperties=cjk_font(13, "bold"))
+    ax.text(xd, 6.75, _TEXT["tgt_out"], ha="center", va="center", fontproperties=font)
+    ax.text(xd, 7.25, _TEXT["dec_title"], ha="center", va="center", fontproperties=cjk_font(FONT_PT + 2, "bold"))
     # memory -> K, V of the cross-attention
-    _arrow(ax, (xe + w / 2 + 0.05, 7.6), (xd - w / 2 - 0.05, 4.6), color=BLOCK_COLORS["cross"],
+    _arrow(ax, (xe + w / 2 + 0.04, 4.9), (xd - w / 2 - 0.06, 3.45), color=BLOCK_COLORS["cross"],
            connectionstyle="arc3,rad=-0.25")
-    ax.text(5.5, 6.55, _TEXT["kv"], ha="center", va="center", color="#5b4a99", fontproperties=cjk_font(11))
-    ax.text(5.5, -0.75, _TEXT["residual"] + f"   (d_model = {d_model}, h = {n_heads}, d_ff = {d_ff})",
-            ha="center", va="center", color="#444444", fontproperties=cjk_font(10))
-    ax.set_xlim(-0.2, 11.2)
-    ax.set_ylim(-1.1, 9.7)
+    ax.text(2.72, 3.75, _TEXT["kv"], ha="center", va="center", color="#5b4a99", fontproperties=font)
+    ax.text(2.85, -0.55, _TEXT["residual"], ha="center", va="center", color="#444444", fontproperties=font)
+    ax.text(2.85, -0.88, f"d_model = {d_model}，h = {n_heads}，d_ff = {d_ff}", ha="center", va="center", color="#444444",
+            fontproperties=font)
+    ax.set_xlim(-0.05, 5.75)
+    ax.set_ylim(-1.1, 7.5)
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
