@@ -80,13 +80,17 @@ PAD_WRONG = {
 
 # ---------------------------------------------------------------- 13.2 greedy decoding
 
-def greedy_ok(model, src, src_mask):
+def continue_ok(model, src, src_mask, prefix):
     memory = model.encode(src, src_mask)
     B = src.shape[0]
-    token = torch.full((B, 1), BOS, dtype=torch.long)
-    caches, answers, done = None, [""] * B, [False] * B
-    for _ in range(9):
+    feed = [BOS] + [TGT_TOKENS.index(c) for c in prefix]
+    token = torch.full((B, 1), feed[0], dtype=torch.long)
+    caches, answers, done = None, [prefix] * B, [False] * B
+    for step in range(9):
         logits, caches = model.decode_step(token, memory, src_mask, caches)
+        if step + 1 < len(feed):                                   # still writing the forced prefix
+            token = torch.full((B, 1), feed[step + 1], dtype=torch.long)
+            continue
         nxt = logits.argmax(-1)
         for b in range(B):
             if not done[b]:
@@ -98,6 +102,10 @@ def greedy_ok(model, src, src_mask):
             break
         token = nxt[:, None]
     return answers
+
+
+def greedy_ok(model, src, src_mask):  # the old 13.2: no prefix
+    return continue_ok(model, src, src_mask, "")
 
 
 def greedy_variant(*, no_cache=False, no_mask=False, start=BOS, keep_eos=False, no_cut=False, steps=9, short=False):
@@ -173,30 +181,6 @@ def test_greedy_wrong_argmax_axis_fails(capsys):
 
 
 # ---------------------------------------------------------------- 13.2 as the book asks it now: a forced prefix
-
-def continue_ok(model, src, src_mask, prefix):
-    memory = model.encode(src, src_mask)
-    B = src.shape[0]
-    feed = [BOS] + [TGT_TOKENS.index(c) for c in prefix]
-    token = torch.full((B, 1), feed[0], dtype=torch.long)
-    caches, answers, done = None, [prefix] * B, [False] * B
-    for step in range(9):
-        logits, caches = model.decode_step(token, memory, src_mask, caches)
-        if step + 1 < len(feed):                                   # still writing the forced prefix
-            token = torch.full((B, 1), feed[step + 1], dtype=torch.long)
-            continue
-        nxt = logits.argmax(-1)
-        for b in range(B):
-            if not done[b]:
-                if nxt[b] == EOS:
-                    done[b] = True
-                else:
-                    answers[b] += TGT_TOKENS[nxt[b]]
-        if all(done):
-            break
-        token = nxt[:, None]
-    return answers
-
 
 def continue_tensors(model, src, src_mask, prefix):  # a done mask, PAD fed to finished rows, prints allowed
     memory = model.encode(src, src_mask)

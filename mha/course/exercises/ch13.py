@@ -185,19 +185,34 @@ def _answers(out, B):
     return list(out)
 
 
+def _counted_calls(model, words):
+    """No full re-decode, at least one decode_step, exactly one encode (13.2, both versions)."""
+    if model.full_decodes:
+        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
+                      "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
+    if not model.steps:
+        raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
+    if model.encodes != 1:
+        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
+                      "encode 一次，把 memory 留着每一步用")
+
+
+def _cut_mistakes(answers, want, wrong, case):
+    """The verdicts for answers cut at the wrong place: <eos> kept, no cut at <eos>, digits missing."""
+    if all(answers[j] == want[j] + "<eos>" for j in wrong):
+        raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
+    if all(answers[j].startswith(want[j]) for j in wrong):
+        raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
+    if all(want[j].startswith(answers[j]) for j in wrong):
+        raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
+
+
 def _check_cache_use(model, want, words):
     """encode once, one decode_step per new token with the caches it returned, stop when all wrote <eos>."""
     from ..numerals.data import BOS
 
     steps = model.steps
-    if model.full_decodes:
-        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
-                      "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
-    if not steps:
-        raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
-    if model.encodes != 1:
-        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
-                      "encode 一次，把 memory 留着每一步用")
+    _counted_calls(model, words)
     first = steps[0]["token"]
     if isinstance(first, torch.Tensor) and not bool((first == BOS).all()):
         raise Mistake(f"第一步喂进去的不是 <bos>（id {BOS}）：解码器的第一个输入永远是 <bos>")
@@ -243,12 +258,7 @@ def check_greedy_decode(fn):
         wrong = [i for i, (a, w) in enumerate(zip(answers, want)) if a != w]
         i = wrong[0]
         case = f"（例如 {words[i]} 应为 {want[i]}，你得到 {answers[i]!r}）"
-        if all(answers[j] == want[j] + "<eos>" for j in wrong):
-            raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
-        if all(answers[j].startswith(want[j]) for j in wrong):
-            raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
-        if all(want[j].startswith(answers[j]) for j in wrong):
-            raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
+        _cut_mistakes(answers, want, wrong, case)
         raise Mistake(f"答案不对{case}：每步取 logits 在词表轴上的 argmax，把它作为下一步的 token")
 
 
@@ -291,13 +301,7 @@ def _check_prefix_steps(model, words, prefix, needed):
     from ..numerals.data import BOS, EOS, TGT_TOKENS
 
     steps = model.steps
-    if model.full_decodes:
-        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：有了 KV cache，"
-                      "开头和后面的每一步都只用 model.decode_step 喂一个 token")
-    if not steps:
-        raise Mistake("没有调用 model.decode_step：开头的字符和之后写出的数字，都要一步一个地喂给解码器")
-    if model.encodes != 1:
-        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子不变，encode 一次，memory 每一步都用")
+    _counted_calls(model, words)
     for i, s in enumerate(steps):
         token = s["token"]
         if not isinstance(token, torch.Tensor) or token.dim() != 2 or token.shape[1] != 1:
@@ -366,12 +370,7 @@ def check_continue_prefix(fn):
             raise Mistake(f"答案里少了开头：返回的要是完整的数，prefix 加上模型接着写的部分{case}")
         if prefix and answers == plain:
             raise Mistake(f"答案和不写开头时一模一样：开头的字符没有进 cache，或者写出的答案没有用它{case}")
-        if all(answers[j] == want[j] + "<eos>" for j in wrong):
-            raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
-        if all(answers[j].startswith(want[j]) for j in wrong):
-            raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
-        if all(want[j].startswith(answers[j]) for j in wrong):
-            raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
+        _cut_mistakes(answers, want, wrong, case)
         raise Mistake(f"答案不对{case}：开头喂完之后，每步取 logits 在词表轴上的 argmax，作为写出的 token 和下一步的输入")
 
 
