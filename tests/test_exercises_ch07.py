@@ -11,6 +11,7 @@ import mha
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
 from mha.exercises import check_concat_from_output, check_output_without_head, check_w_o_params_dv
 from mha.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
+from mha.exercises import check_remove_head
 
 RIGHT = 512 * 512 + 512
 
@@ -238,8 +239,70 @@ WRONG_NEW = [
     (check_output_without_head, lambda heads, W, i: _off(heads.detach(), W, i) * 0 + 1, "结果不对"),
 ]
 
-test_right_answers_pass = right_answers(RIGHT_7_1, RIGHT_7_2, RIGHT_7_3, RIGHT_NEW)
-test_wrong_answers_are_named = wrong_answers(WRONG_7_1, WRONG_7_2, WRONG_7_3, WRONG_NEW)
+
+# ---------------------------------------------------------------- 7.3 as the book asks it now: only out and head_i are known
+def _w_o_block(W_o, head_i, i):
+    d_v = head_i.shape[-1]
+    return W_o.weight.T[i * d_v:(i + 1) * d_v]  # W^O_i   (d_v, d_model)
+
+
+def remove_by_block(out, head_i, W_o, i):
+    return out - head_i @ _w_o_block(W_o, head_i, i)
+
+
+def remove_by_columns(out, head_i, W_o, i):  # the columns of W_o.weight, then F.linear without bias
+    d_v = head_i.shape[-1]
+    return out - torch.nn.functional.linear(head_i, W_o.weight[:, i * d_v:(i + 1) * d_v])
+
+
+def remove_by_zero_padding(out, head_i, W_o, i):  # put head_i alone into a zero concat, pass it through W^O
+    h = W_o.in_features // head_i.shape[-1]
+    alone = torch.zeros(*head_i.shape[:-1], h, head_i.shape[-1])
+    alone = torch.cat([alone[..., :i, :], head_i.unsqueeze(-2), alone[..., i + 1:, :]], dim=-2).flatten(-2)
+    _ = mha.fmt(alone[0, 0, :3], 2)  # the book's helpers are allowed
+    return out - (W_o(alone) - W_o.bias)
+
+
+def remove_float64(out, head_i, W_o, i):
+    return (out.double() - head_i.double() @ _w_o_block(W_o, head_i, i).double())
+
+
+RIGHT_7_3_NOW = answers_for(check_remove_head, [remove_by_block, remove_by_columns, remove_by_zero_padding, remove_float64])
+
+
+def _remove_detached_weight(out, head_i, W_o, i):
+    return out - head_i @ _w_o_block(W_o, head_i, i).detach()
+
+
+def _remove_mutating(out, head_i, W_o, i):
+    out -= head_i.detach() @ _w_o_block(W_o, head_i, i).detach()
+    return out.clone()
+
+
+def _remove_next_block(out, head_i, W_o, i):
+    h = W_o.in_features // head_i.shape[-1]
+    return remove_by_block(out, head_i, W_o, (i + 1) % h)
+
+
+WRONG_7_3_NOW = mistakes_for(check_remove_head, [
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i) - W_o.bias, "偏置也被减掉了"),
+    (lambda out, head_i, W_o, i: out + head_i @ _w_o_block(W_o, head_i, i), "符号反了"),
+    (lambda out, head_i, W_o, i: head_i @ _w_o_block(W_o, head_i, i), "头 0 自己的贡献"),
+    (lambda out, head_i, W_o, i: out.clone(), "输出没有变"),
+    (_remove_next_block, "W^O 的第 1 块"),
+    # the row block of W_o.weight (the stored transpose): torch's own error is quoted
+    (lambda out, head_i, W_o, i: out - head_i @ W_o.weight[i * 5:(i + 1) * 5], "运行时抛出了 RuntimeError: The size of tensor a (6)"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i) * 1.5, "结果不对"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i)[..., :-1], "形状应该是"),
+    (_remove_detached_weight, "梯度传不到 W_o.weight"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i.detach(), W_o, i), "梯度传不到 head_i"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i).int(), "dtype"),
+    (_remove_mutating, "修改了输入：原地改动了传进来的参数 out"),
+    (lambda out, head_i, W_o: out, "参数和题目给的不一样"),
+])
+
+test_right_answers_pass = right_answers(RIGHT_7_1, RIGHT_7_2, RIGHT_7_3, RIGHT_NEW, RIGHT_7_3_NOW)
+test_wrong_answers_are_named = wrong_answers(WRONG_7_1, WRONG_7_2, WRONG_7_3, WRONG_NEW, WRONG_7_3_NOW)
 
 
 def test_results_registry_lists_chapter():

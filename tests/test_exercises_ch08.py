@@ -124,6 +124,21 @@ def load_kqv(ours, reference):
     ours.W_k.weight.copy_(reference.in_proj_weight[:d])
 
 
+def load_kv_swapped(ours, reference):
+    load_solution(ours, reference)
+    d = reference.embed_dim
+    ours.W_k.weight.copy_(reference.in_proj_weight[2 * d:])
+    ours.W_v.weight.copy_(reference.in_proj_weight[d:2 * d])
+
+
+def load_kv_swapped_with_biases(ours, reference):
+    load_kv_swapped(ours, reference)
+    d = reference.embed_dim
+    if reference.in_proj_bias is not None:
+        ours.W_k.bias.copy_(reference.in_proj_bias[2 * d:])
+        ours.W_v.bias.copy_(reference.in_proj_bias[d:2 * d])
+
+
 def load_no_bias(ours, reference):
     d = reference.embed_dim
     for i, name in enumerate(("W_q", "W_k", "W_v")):
@@ -169,6 +184,8 @@ def load_as_float32(ours, reference):
 WRONG_8_2 = mistakes_for(check_load_from_torch, [
     (load_transposed, "转置"),
     (load_kqv, "顺序弄错"),
+    (load_kv_swapped, "K 和 V 两块装反了"),
+    (load_kv_swapped_with_biases, "K 和 V 两块装反了"),
     (load_no_bias, "偏置"),
     (load_wrong_w_o, "W_o 没有装对"),
     (lambda o, r: None, "没有把权重复制"),

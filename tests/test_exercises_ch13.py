@@ -2,7 +2,7 @@
 garbage never raises."""
 import torch
 
-from mha.exercises import check_greedy_decode, check_pad_numerals, check_zero_head_hook
+from mha.exercises import check_continue_prefix, check_greedy_decode, check_pad_numerals, check_zero_head_hook
 from mha.numerals.data import BOS, EOS, TGT_TOKENS
 from exercise_support import answers_for, every, mistakes_for, not_done_answers, right_answers, verdict, wrong_answers
 from exercise_support import raise_value_error as crashes
@@ -80,13 +80,17 @@ PAD_WRONG = {
 
 # ---------------------------------------------------------------- 13.2 greedy decoding
 
-def greedy_ok(model, src, src_mask):
+def continue_ok(model, src, src_mask, prefix):
     memory = model.encode(src, src_mask)
     B = src.shape[0]
-    token = torch.full((B, 1), BOS, dtype=torch.long)
-    caches, answers, done = None, [""] * B, [False] * B
-    for _ in range(9):
+    feed = [BOS] + [TGT_TOKENS.index(c) for c in prefix]
+    token = torch.full((B, 1), feed[0], dtype=torch.long)
+    caches, answers, done = None, [prefix] * B, [False] * B
+    for step in range(9):
         logits, caches = model.decode_step(token, memory, src_mask, caches)
+        if step + 1 < len(feed):                                   # still writing the forced prefix
+            token = torch.full((B, 1), feed[step + 1], dtype=torch.long)
+            continue
         nxt = logits.argmax(-1)
         for b in range(B):
             if not done[b]:
@@ -98,6 +102,10 @@ def greedy_ok(model, src, src_mask):
             break
         token = nxt[:, None]
     return answers
+
+
+def greedy_ok(model, src, src_mask):  # the old 13.2: no prefix
+    return continue_ok(model, src, src_mask, "")
 
 
 def greedy_variant(*, no_cache=False, no_mask=False, start=BOS, keep_eos=False, no_cut=False, steps=9, short=False):
@@ -170,6 +178,77 @@ def test_greedy_wrong_argmax_axis_fails(capsys):
 
     ok, out = verdict(capsys, check_greedy_decode, wrong_axis)
     assert not ok and "答案不对" in out, out
+
+
+# ---------------------------------------------------------------- 13.2 as the book asks it now: a forced prefix
+
+def continue_tensors(model, src, src_mask, prefix):  # a done mask, PAD fed to finished rows, prints allowed
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    forced = torch.tensor([BOS] + [TGT_TOKENS.index(c) for c in prefix])
+    caches, out, done = None, [], torch.zeros(B, dtype=torch.bool)
+    logits, caches = None, None
+    for t in forced:
+        logits, caches = model.decode_step(t.expand(B, 1), memory, src_mask, caches)
+    while True:
+        nxt = logits.argmax(-1).masked_fill(done, 0)
+        out.append(nxt)
+        done |= nxt == EOS
+        if done.all() or len(out) + len(prefix) >= 9:
+            break
+        logits, caches = model.decode_step(nxt[:, None], memory, src_mask, caches)
+    rows = torch.stack(out, 1).tolist()
+    return [prefix + "".join(TGT_TOKENS[i] for i in row[:row.index(EOS)] if i > 2) for row in rows]
+
+
+def continue_variant(*, skip_prefix=False, drop_prefix=False, no_cache=False, all_at_once=False, keep_eos=False,
+                     never_stop=False, encode_each=False, prefix_from_logits=False):
+    def fn(model, src, src_mask, prefix):
+        B = src.shape[0]
+        memory = model.encode(src, src_mask)
+        feed = [BOS] + ([] if skip_prefix else [TGT_TOKENS.index(c) for c in prefix])
+        caches, logits = None, None
+        if all_at_once:
+            logits, caches = model.decode_step(torch.tensor([feed] * B), memory, src_mask, None)
+        else:
+            for j, t in enumerate(feed):
+                if prefix_from_logits and j > 0:
+                    t = logits.argmax(-1)[:, None]
+                tok = t if isinstance(t, torch.Tensor) else torch.full((B, 1), t, dtype=torch.long)
+                logits, new = model.decode_step(tok, memory, src_mask, None if no_cache else caches)
+                caches = new
+        answers, done = ["" if drop_prefix else prefix] * B, [False] * B
+        for _ in range(9 - len(feed) + 1):
+            nxt = logits.argmax(-1)
+            for b in range(B):
+                if not done[b]:
+                    if nxt[b] == EOS:
+                        done[b] = True
+                        answers[b] += "<eos>" if keep_eos else ""
+                    else:
+                        answers[b] += TGT_TOKENS[nxt[b]]
+            if all(done) and not never_stop:
+                break
+            if encode_each:
+                memory = model.encode(src, src_mask)
+            logits, new = model.decode_step(nxt[:, None], memory, src_mask, None if no_cache else caches)
+            caches = new
+        return answers
+    return fn
+
+
+CONTINUE_WRONG = {
+    "prefix not fed": (continue_variant(skip_prefix=True), "应该喂开头的第 1 个字符 “3”"),
+    "prefix from logits": (continue_variant(prefix_from_logits=True), "应该喂开头的第 1 个字符"),
+    "prefix left out of the answer": (continue_variant(drop_prefix=True), "答案里少了开头"),
+    "caches not passed": (continue_variant(no_cache=True), "caches 原样传回去"),
+    "prefix in one call": (continue_variant(all_at_once=True), "decode_step takes one token per sequence"),
+    "keeps <eos>": (continue_variant(keep_eos=True), "<eos> 也写进了答案"),
+    "never stops": (continue_variant(never_stop=True), "次就够了"),
+    "encode each step": (continue_variant(encode_each=True), "model.encode"),
+    "translate": (lambda model, src, mask, prefix: model.translate(["十"] * src.shape[0]), "不能调用现成的 model.translate"),
+    "old signature": (greedy_ok, "参数和题目给的不一样"),
+}
 
 
 # ---------------------------------------------------------------- 13.3 ablation hook
@@ -258,12 +337,14 @@ GARBAGE = [
 test_right_answers_pass = right_answers(
     answers_for(check_pad_numerals, [pad_ok, pad_ok_lists]),
     answers_for(check_greedy_decode, [greedy_ok]),
+    answers_for(check_continue_prefix, [continue_ok, continue_tensors]),
     answers_for(check_zero_head_hook, [hook_ok, hook_ok_clone]),
 )
 test_stubs_are_not_done = not_done_answers(answers_for(check_pad_numerals, [lambda *a: (..., ...)]))
 test_wrong_answers_are_named = wrong_answers(
     mistakes_for(check_pad_numerals, PAD_WRONG.values()),
     mistakes_for(check_greedy_decode, GREEDY_WRONG.values()),
+    mistakes_for(check_continue_prefix, CONTINUE_WRONG.values()),
     mistakes_for(check_zero_head_hook, HOOK_WRONG.values()),
-    every([check_pad_numerals, check_greedy_decode, check_zero_head_hook], GARBAGE),
+    every([check_pad_numerals, check_greedy_decode, check_continue_prefix, check_zero_head_hook], GARBAGE),
 )

@@ -54,6 +54,9 @@ def _figures():
     yield "plot_head_split", lambda: plot_head_split(8, 512, 4, wrong=True)
     yield "plot_concat", lambda: plot_concat(8, 512, 4)
     yield "plot_head_dependency", lambda: plot_head_dependency(torch.rand(8, 512), torch.rand(8, 512))
+    yield "plot_head_dependency[ch07]", lambda: plot_head_dependency(torch.rand(8, 512), torch.rand(8, 512),
+                                                                     titles=("只拼接（没有 Wᴼ）", "拼接之后再乘 Wᴼ"),
+                                                                     cbar_label="梯度大小")
     d_ks = [4, 16, 64, 256]
     yield "plot_scaling", lambda: plot_scaling(d_ks, d_ks, [1] * 4, [0.3] * 4, [0.2] * 4)
     yield "plot_curves", lambda: plot_curves([0, 10, 20], {"h=1": [0.1, 0.5, 0.6], "h=2": [0.1, 0.9, 1.0]},

@@ -2,10 +2,11 @@
 
 * 7.1 count the parameters of W^O when the heads are d_v wide (d_v != d_model / h);
 * 7.2 go back: recover the concatenated heads from the output and W^O (a linear system);
-* 7.3 the output with one head switched off, and why it equals the output minus that head's contribution.
+* 7.3 only the output and ONE head's result are known (heads d_v wide, h·d_v != d_model): switch that head
+  off by subtracting its contribution head_i W^O_i, keeping the bias.
 
 The earlier tasks keep their checkers: ``check_w_o_params``, ``check_output_from_heads``,
-``check_head_contributions``.
+``check_head_contributions``, ``check_output_without_head``.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from mha.steps import merge_heads, project
 from ._core import (Mistake, NotDone, as_int, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub)
 
-__all__ = ["check_w_o_params_dv", "check_concat_from_output", "check_output_without_head", "check_w_o_params",
+__all__ = ["check_w_o_params_dv", "check_concat_from_output", "check_remove_head", "check_output_without_head",
+           "check_w_o_params",
            "check_output_from_heads", "check_head_contributions"]
 
 # ---------------------------------------------------------------- 7.1
@@ -188,7 +190,7 @@ def check_concat_from_output(fn):
             concat = torch.randn(B, L, d, dtype=torch.float64)
             out = W_o(concat)
         where = f"out {(B, L, d)}、W_o = nn.Linear({d}, {d})"
-        got = _float_tensor(call(fn, out, W_o, what="你的函数", forbid=(MultiHeadAttention,)), f"{where} 时的返回值")
+        got = _float_tensor(call(fn, out, W_o, what="你的函数"), f"{where} 时的返回值")
         expect_shape(got, concat.shape, f"{where} 时的返回值")
         if _matches(got, concat, atol=1e-6):
             continue
@@ -204,7 +206,7 @@ def check_concat_from_output(fn):
 
 
 # ---------------------------------------------------------------- 7.3 (switch one head off)
-@checker("ch07", "7.3", "关掉一个头之后的输出")
+@checker("ch07", "7.3", "关掉一个头之后的输出", listed=False)
 def check_output_without_head(fn):
     """``fn(heads (B, h, L, d_k), W_o, i) -> (B, L, d_model)``: the output when head i's output is replaced by
     zeros (the bias stays); it equals the full output minus head i's contribution head_i W^O_i."""
@@ -234,3 +236,78 @@ def check_output_without_head(fn):
             if _matches(got, full):
                 raise Mistake(f"{where} 时输出没有变：头 {i} 的输出要换成 0 再过 W^O")
             raise Mistake(f"{where} 时结果不对：把头 {i} 的输出置零（或从完整输出里减去 head_i W^O_i），偏置保留")
+
+
+# ---------------------------------------------------------------- 7.3 (only one head is known: take it out of the output)
+# (B, h, L, d_v, d_model): h * d_v != d_model, so W^O is not square and W^O_i's rows and columns cannot be confused
+REMOVE_CASES = [(2, 4, 3, 5, 6), (1, 3, 2, 4, 10), (2, 2, 4, 3, 7)]
+
+
+def _remove_reference(heads, W_o, i):
+    """The output when head i's result is replaced by zeros: W_o(concat with head i zeroed)."""
+    B, h, L, d_v = heads.shape
+    off = heads.clone()
+    off[:, i] = 0
+    return W_o(off.transpose(1, 2).reshape(B, L, h * d_v))
+
+
+@checker("ch07", "7.3", "只拿到一个头的结果：把它从输出里去掉")
+def check_remove_head(fn):
+    """``fn(out (B, L, d_model), head_i (B, L, d_v), W_o nn.Linear(h·d_v, d_model), i) -> (B, L, d_model)``:
+    the output with head i's result replaced by zeros = out − head_i W^O_i (the bias stays).
+
+    Nothing is forbidden (the other heads are simply not handed over); ``out`` and ``head_i`` must not change;
+    gradients (values compared) reach ``head_i`` and ``W_o.weight``.
+    """
+    for B, h, L, d_v, d_model in REMOVE_CASES:
+        W_o = _layer_rect(h * d_v, d_model)
+        heads = torch.randn(B, h, L, d_v)
+        with torch.no_grad():
+            out = W_o(heads.transpose(1, 2).reshape(B, L, h * d_v))
+        for i in sorted({0, h // 2, h - 1}):
+            where = f"h={h}、d_v={d_v}、d_model={d_model}、i={i}"
+            head_i = heads[:, i].clone().requires_grad_()
+            got = _float_tensor(call(fn, out.clone(), head_i, W_o, i, what="你的函数"), f"{where} 时的返回值")
+            expect_shape(got, (B, L, d_model), f"{where} 时的返回值", hint="去掉一个头，输出的形状不变：(B, L, d_model)")
+            with torch.no_grad():
+                want = _remove_reference(heads, W_o, i)
+                W_O = W_o.weight.T  # (h·d_v, d_model): the W^O of the formula
+                contribution = head_i @ W_O[i * d_v:(i + 1) * d_v]  # head_i W^O_i   (B, L, d_model)
+            if _matches(got, want):
+                _remove_gradients(got, head_i, W_o, i, where)
+                continue
+            if _matches(got, want - W_o.bias.detach()):
+                raise Mistake(f"{where} 时偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下")
+            if _matches(got, out + contribution):
+                raise Mistake(f"{where} 时符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它")
+            if _matches(got, contribution) or _matches(got, contribution + W_o.bias.detach()):
+                raise Mistake(f"{where} 时返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i")
+            if _matches(got, out):
+                raise Mistake(f"{where} 时输出没有变：要减去头 {i} 的贡献 head_i W^O_i")
+            for j in range(h):
+                if j != i and _matches(got, out - head_i @ W_O[j * d_v:(j + 1) * d_v]):
+                    raise Mistake(f"{where} 时减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
+                                  "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行")
+            raise Mistake(f"{where} 时结果不对：输出 = Σ_j head_j W^O_j + b^O，去掉头 i 就是减去 head_i W^O_i，"
+                          "其中 W^O = W_o.weight.T，W^O_i 是它的第 [i·d_v, (i+1)·d_v) 行")
+
+
+def _layer_rect(d_in: int, d_out: int) -> nn.Linear:
+    W_o = nn.Linear(d_in, d_out)
+    with torch.no_grad():
+        W_o.bias.normal_()  # a bias large enough that removing it shows
+    return W_o
+
+
+def _remove_gradients(got, head_i, W_o, i, where) -> None:
+    """Gradients reach head_i and W_o.weight, with the reference's values."""
+    expect_gradients(got, {"head_i": head_i, "W_o.weight": W_o.weight}, f"{where} 时的返回值")
+    d_v = head_i.shape[-1]
+    g = torch.randn_like(got)
+    got_grads = torch.autograd.grad((got * g).sum(), [head_i, W_o.weight], allow_unused=True)
+    head_ref = head_i.detach().clone().requires_grad_()
+    W_ref = W_o.weight.detach().clone().requires_grad_()
+    ref = -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v])  # out is a constant here
+    want_grads = torch.autograd.grad((ref * g).sum(), [head_ref, W_ref])
+    for name, a, b in zip(("head_i", "W_o.weight"), got_grads, want_grads):
+        expect_close(a, b, f"{where} 时 {name} 的梯度", hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")

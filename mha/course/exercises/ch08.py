@@ -25,7 +25,7 @@ __all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_at
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
 def _LAYER_SHORTCUTS() -> tuple:
-    """What 8.4's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels."""
+    """What 8.3's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels."""
     return (SDPA, torch_mha(), MultiHeadAttention, attention, split_heads, merge_heads,
             attention_scores, project)
 
@@ -146,6 +146,9 @@ def check_load_from_torch(fn):
             raise Mistake("W_q.weight 被转置了：nn.Linear 的 weight 形状是 (out, in)，in_proj_weight 的每一块也是 (out, in)，直接复制，不要 .T")
         if not torch.equal(loaded["W_q"], w[:d]) and torch.equal(loaded["W_q"], w[d:2 * d]):
             raise Mistake("Q、K、V 的顺序弄错了：in_proj_weight 按 Q、K、V 的顺序把三块 (d_model, d_model) 叠在一起")
+        if torch.equal(loaded["W_k"], w[2 * d:]) and torch.equal(loaded["W_v"], w[d:2 * d]):
+            raise Mistake("K 和 V 两块装反了：W_k 拿到了 in_proj_weight 的第三块、W_v 拿到了第二块。"
+                          "in_proj_weight 的顺序是 Q、K、V：第 [d, 2d) 行给 W_k，第 [2d, 3d) 行给 W_v（偏置也一样）")
         if bias and torch.equal(loaded["W_q"], w[:d]) and (ours.W_q.bias == 0).all():
             raise Mistake("忘了复制偏置：in_proj_bias 也按 Q、K、V 切成三段，out_proj.bias 给 W_o")
         if torch.equal(loaded["W_v"], w[2 * d:]) and not torch.equal(loaded["W_o"], reference.out_proj.weight):

@@ -1,7 +1,8 @@
 """Checkers for chapter 13, the trained numeral Transformer.
 
 * 13.1 pad a batch of numerals of different lengths and build its padding mask,
-* 13.2 greedy decoding with the KV cache (``decode_step``), without the model's own ``translate``,
+* 13.2 force the first digits (a prefix) into the KV cache, then let the model go on greedily
+  (``check_continue_prefix``; the earlier task, plain greedy decoding, keeps ``check_greedy_decode``),
 * 13.3 a forward pre-hook on ``W_o`` that ablates (zeroes) one head.
 
 Answer keys come from the course package (``mha.numerals``), computed by the checker; the
@@ -15,7 +16,7 @@ import torch
 
 from ._core import Mistake, NotDone, call, checker, exception_text, expect_close, expect_shape, expect_tensor, is_stub
 
-__all__ = ["check_pad_numerals", "check_greedy_decode", "check_zero_head_hook"]
+__all__ = ["check_pad_numerals", "check_greedy_decode", "check_continue_prefix", "check_zero_head_hook"]
 
 
 # ---------------------------------------------------------------- 13.1 padding a batch of numerals
@@ -140,10 +141,13 @@ def _recording_model_class():
             return super().encode(*args, **kwargs)
 
         def decode_step(self, token, memory, src_mask, caches=None, need_weights=False):
-            self.steps.append({"token": token.detach().clone() if isinstance(token, torch.Tensor) else token,
-                               "cache": None if caches is None else [getattr(c, "length", None) for c in caches],
-                               "mask": src_mask is not None})
-            return super().decode_step(token, memory, src_mask, caches, need_weights)
+            step = {"token": token.detach().clone() if isinstance(token, torch.Tensor) else token,
+                    "cache": None if caches is None else [getattr(c, "length", None) for c in caches],
+                    "mask": src_mask is not None}
+            self.steps.append(step)
+            out = super().decode_step(token, memory, src_mask, caches, need_weights)
+            step["argmax"] = out[0].detach().argmax(-1)  # (B,): what greedy decoding would write next
+            return out
 
         def decode(self, tgt_in, memory, src_mask, need_weights=False):
             self.full_decodes += 1
@@ -181,19 +185,34 @@ def _answers(out, B):
     return list(out)
 
 
+def _counted_calls(model, words):
+    """No full re-decode, at least one decode_step, exactly one encode (13.2, both versions)."""
+    if model.full_decodes:
+        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
+                      "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
+    if not model.steps:
+        raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
+    if model.encodes != 1:
+        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
+                      "encode 一次，把 memory 留着每一步用")
+
+
+def _cut_mistakes(answers, want, wrong, case):
+    """The verdicts for answers cut at the wrong place: <eos> kept, no cut at <eos>, digits missing."""
+    if all(answers[j] == want[j] + "<eos>" for j in wrong):
+        raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
+    if all(answers[j].startswith(want[j]) for j in wrong):
+        raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
+    if all(want[j].startswith(answers[j]) for j in wrong):
+        raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
+
+
 def _check_cache_use(model, want, words):
     """encode once, one decode_step per new token with the caches it returned, stop when all wrote <eos>."""
     from ..numerals.data import BOS
 
     steps = model.steps
-    if model.full_decodes:
-        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
-                      "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
-    if not steps:
-        raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
-    if model.encodes != 1:
-        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
-                      "encode 一次，把 memory 留着每一步用")
+    _counted_calls(model, words)
     first = steps[0]["token"]
     if isinstance(first, torch.Tensor) and not bool((first == BOS).all()):
         raise Mistake(f"第一步喂进去的不是 <bos>（id {BOS}）：解码器的第一个输入永远是 <bos>")
@@ -211,7 +230,7 @@ def _check_cache_use(model, want, words):
                       "整批都写出 <eos> 时就该停下（循环里判断 done.all() 再 break）")
 
 
-@checker("ch13", "13.2", "用 KV cache 做贪心解码")
+@checker("ch13", "13.2", "用 KV cache 做贪心解码", listed=False)
 def check_greedy_decode(fn):
     """``fn(model, src (B, S), src_mask (B, 1, 1, S)) -> list[str]`` of digit strings, one per numeral.
 
@@ -239,13 +258,120 @@ def check_greedy_decode(fn):
         wrong = [i for i, (a, w) in enumerate(zip(answers, want)) if a != w]
         i = wrong[0]
         case = f"（例如 {words[i]} 应为 {want[i]}，你得到 {answers[i]!r}）"
-        if all(answers[j] == want[j] + "<eos>" for j in wrong):
-            raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
-        if all(answers[j].startswith(want[j]) for j in wrong):
-            raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
-        if all(want[j].startswith(answers[j]) for j in wrong):
-            raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
+        _cut_mistakes(answers, want, wrong, case)
         raise Mistake(f"答案不对{case}：每步取 logits 在词表轴上的 argmax，把它作为下一步的 token")
+
+
+# ---------------------------------------------------------------- 13.2 (now): a forced prefix, then greedy decoding
+
+# (numerals, forced prefix): a wrong first digit, a right one, two digits, none at all (plain greedy decoding)
+PREFIX_CASES = [
+    (["两千零二十六", "三万零五百", "十二"], "3"),
+    (["九千九百九十九万", "五", "一百万零一百"], "1"),
+    (["两万", "八千八百八十二万零八百八十四", "十"], "20"),
+    (["十二", "三百"], ""),
+]
+
+
+def _continue_reference(model, words, prefix):
+    """Feed <bos> and the prefix, then greedy decoding; recomputes the whole target each step (no cache),
+    so it shares no code with the student's path. Returns (answers, decode steps the cached loop needs)."""
+    from ..numerals.data import BOS, EOS, MAX_TARGET_LEN, TGT_TOKENS, encode_source
+
+    src, src_mask = encode_source(words)
+    memory = model.encode(src, src_mask)
+    B = len(words)
+    tgt = torch.tensor([[BOS] + [TGT_TOKENS.index(c) for c in prefix]] * B)  # (B, 1 + P)
+    done = torch.zeros(B, dtype=torch.bool)
+    answers = [prefix] * B
+    while not done.all() and tgt.shape[1] <= MAX_TARGET_LEN:
+        nxt = model.decode(tgt, memory, src_mask)[:, -1].argmax(-1)  # (B,)
+        for b in range(B):
+            if not done[b]:
+                if nxt[b] == EOS:
+                    done[b] = True
+                else:
+                    answers[b] += TGT_TOKENS[nxt[b]]
+        tgt = torch.cat([tgt, nxt[:, None]], dim=1)
+    return answers, tgt.shape[1] - 1  # one decode_step per token fed: <bos>, the prefix, then the written ones
+
+
+def _check_prefix_steps(model, words, prefix, needed):
+    """encode once; <bos>, then the prefix, one token a step; afterwards each step feeds the last argmax."""
+    from ..numerals.data import BOS, EOS, TGT_TOKENS
+
+    steps = model.steps
+    _counted_calls(model, words)
+    for i, s in enumerate(steps):
+        token = s["token"]
+        if not isinstance(token, torch.Tensor) or token.dim() != 2 or token.shape[1] != 1:
+            shape = tuple(token.shape) if isinstance(token, torch.Tensor) else type(token).__name__
+            raise Mistake(f"第 {i + 1} 次 decode_step 喂的是 {shape}：每步只喂一个 token，形状 (B, 1)"
+                          "（开头的字符也要一步一个地喂，这样它们的 K、V 才一个一个进 cache）")
+        if s["cache"] is None and i > 0 or s["cache"] is not None and any(n != i for n in s["cache"]):
+            raise Mistake(f"第 {i + 1} 次 decode_step 拿到的 cache 里有 {s['cache']} 个 token，应该是 {i}："
+                          "要把上一步 decode_step 返回的 caches 原样传回去（第一步传 None）")
+        fed = token[:, 0]
+        if i == 0:
+            if not bool((fed == BOS).all()):
+                raise Mistake(f"第一步喂进去的不是 <bos>（id {BOS}）：开头之前，解码器的第一个输入永远是 <bos>")
+        elif i <= len(prefix):
+            want = TGT_TOKENS.index(prefix[i - 1])
+            if not bool((fed == want).all()):
+                raise Mistake(f"第 {i + 1} 次 decode_step 应该喂开头的第 {i} 个字符 “{prefix[i - 1]}”（id {want}），"
+                              f"你喂的是 id {fed.tolist()}：写开头的那几步不看 logits，照着 prefix 喂")
+        else:  # rows that have not written <eos> yet must be fed what they wrote at the step before
+            finished = {b for j in range(len(prefix), i) for b in range(len(fed)) if steps[j]["argmax"][b] == EOS}
+            greedy = steps[i - 1]["argmax"]
+            if any(fed[b] != greedy[b] for b in range(len(fed)) if b not in finished):
+                raise Mistake(f"第 {i + 1} 次 decode_step 喂的不是上一步 logits 的 argmax：开头喂完之后，"
+                              "每一步把上一步写出的 token 喂回去")
+    if not all(s["mask"] for s in steps):
+        raise Mistake("调用 decode_step 时没有传 src_mask：交叉注意力会看到补齐用的 PAD，短的数字会被读错")
+    if len(steps) < needed:
+        return  # the answers will be short; the answer check names it
+    if len(steps) > needed:
+        raise Mistake(f"输入 {words}、开头 “{prefix}” 时调用了 {len(steps)} 次 decode_step，{needed} 次就够了："
+                      "整批每个数都写出 <eos> 时就该停下")
+
+
+@checker("ch13", "13.2", "替模型写好开头，用 KV cache 接着写")
+def check_continue_prefix(fn):
+    """``fn(model, src (B, S), src_mask (B, 1, 1, S), prefix str) -> list[str]``: the whole answer of each numeral,
+    ``prefix`` (forced, the same for the batch) followed by what greedy decoding writes after it, up to ``<eos>``.
+
+    Must call ``model.encode`` once and ``model.decode_step`` once per token fed (``<bos>``, each prefix
+    character, then each written token), passing back the caches, and stop when every row wrote ``<eos>``.
+    Refused: ``model.translate``, ``model.greedy_ids`` and the package's ``predict``/``exact_match``.
+    """
+    from ..numerals.data import encode_source
+
+    cfg, state = _shipped_state()
+    model = _recording_model_class()(cfg)
+    model.load_state_dict(state)
+    model.eval()
+    model.reset()
+    for words, prefix in PREFIX_CASES:
+        src, src_mask = encode_source(words)
+        with torch.no_grad():
+            want, needed = _continue_reference(model, words, prefix)
+            plain = model.translate(words)
+        model.reset()
+        out = call(fn, model, src, src_mask, prefix, what="你的函数", forbid=_decode_shortcuts(),
+                   shortcut_hint="自己写解码循环：用 model.encode 和 model.decode_step")
+        answers = _answers(out, len(words))
+        _check_prefix_steps(model, words, prefix, needed)
+        if answers == want:
+            continue
+        wrong = [i for i, (a, w) in enumerate(zip(answers, want)) if a != w]
+        i = wrong[0]
+        case = f"（例如 {words[i]} 开头写 “{prefix}”，应为 {want[i]}，你得到 {answers[i]!r}）"
+        if prefix and all(prefix + answers[j] == want[j] for j in wrong):
+            raise Mistake(f"答案里少了开头：返回的要是完整的数，prefix 加上模型接着写的部分{case}")
+        if prefix and answers == plain:
+            raise Mistake(f"答案和不写开头时一模一样：开头的字符没有进 cache，或者写出的答案没有用它{case}")
+        _cut_mistakes(answers, want, wrong, case)
+        raise Mistake(f"答案不对{case}：开头喂完之后，每步取 logits 在词表轴上的 argmax，作为写出的 token 和下一步的输入")
 
 
 # ---------------------------------------------------------------- 13.3 ablating a head

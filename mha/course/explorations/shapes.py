@@ -9,7 +9,12 @@ from mha.steps import merge_heads, project, attention, split_heads
 from .checks import require_positive
 from .toy import toy_layer
 
-__all__ = ["SHAPE_DEFAULTS", "MAX_HEADS", "D_MODEL_STEP", "head_width_problem", "shape_steps"]
+__all__ = ["SHAPE_DEFAULTS", "MAX_HEADS", "D_MODEL_STEP", "STEP_LABELS", "head_width_problem", "shape_steps"]
+
+# The six steps as the chapter titles name them (chapters 2-7), numbered as in the book; step 6 says 最后的
+# instead of the title's first word, which the shipped figure font lacks (these words may be drawn)
+STEP_LABELS = ("1. Q、K、V（都是 x）", "2. 三个 Linear 投影", "3. 分头", "4. 每个头并行做 Attention",
+               "5. Concat", "6. 最后的 Linear W^O")
 
 SHAPE_DEFAULTS = {"batch": 2, "seq_len": 4, "d_model": 512, "n_heads": 8}  # the lecture's (2, 4, 512), h = 8
 MAX_HEADS = 16
@@ -61,13 +66,6 @@ def shape_steps(batch: int, seq_len: int, d_model: int, n_heads: int, seed: int 
     concat = merge_heads(heads)  # (B, L, d_model)
     out = project(concat, layer.W_o)  # (B, L, d_model)
     assert torch.allclose(out, layer(x, x, x), atol=1e-4)  # the same numbers as the whole layer
-    steps = [
-        ("1. 输入 Q = K = V = x", x.shape),
-        ("2. Linear W_q, W_k, W_v", q.shape),
-        ("3. split heads", q_h.shape),
-        ("4. 每个头并行做 attention", heads.shape),
-        ("5. Concat", concat.shape),
-        ("6. Linear W_o", out.shape),
-    ]
-    return {"steps": [(label, tuple(shape)) for label, shape in steps],
+    shapes = (x.shape, q.shape, q_h.shape, heads.shape, concat.shape, out.shape)
+    return {"steps": [(label, tuple(shape)) for label, shape in zip(STEP_LABELS, shapes)],
             "weights": tuple(weights.shape), "d_k": d_model // n_heads}

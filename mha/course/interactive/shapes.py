@@ -19,6 +19,7 @@ import torch
 
 from mha.steps import merge_heads, project, attention, split_heads
 from ..explorations.shapes import MAX_HEADS, SHAPE_DEFAULTS, head_width_problem
+from ..explorations.shapes import STEP_LABELS as SIX_STEPS
 from ._figure import InteractiveFigure, base_config, wrap
 
 __all__ = ["D_MODEL_CHOICES", "MAX_BATCH", "MAX_LEN", "STEP_LABELS", "shape_trace", "fill", "shape_states",
@@ -26,8 +27,7 @@ __all__ = ["D_MODEL_CHOICES", "MAX_BATCH", "MAX_LEN", "STEP_LABELS", "shape_trac
 
 D_MODEL_CHOICES = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
 MAX_BATCH, MAX_LEN = 8, 32  # the B and L sliders (as in the ipywidgets explorer)
-STEP_LABELS = ["1. 输入 Q = K = V = x", "2. Linear W_q, W_k, W_v", "3. split heads", "4. 每个头做 attention",
-               "5. Concat", "6. Linear W_o", "（第 4 步的权重）"]
+STEP_LABELS = [*SIX_STEPS, "（第 4 步的注意力权重）"]
 _B, _L = 10007, 10009  # sentinel sizes (primes larger than any d_model, n_heads or d_k here)
 
 

@@ -7,12 +7,14 @@ from .style import CMAP, to_numpy
 from .heatmap import head_title
 
 
-def plot_head_dependency(without_w_o, with_w_o, titles=("只有 Concat（没有 Wᴼ）", "Concat 之后再乘 Wᴼ")):
+def plot_head_dependency(without_w_o, with_w_o, titles=("只有 Concat（没有 Wᴼ）", "Concat 之后再乘 Wᴼ"), cbar_label=None):
     """Two (h, d_model) maps: entry (i, j) = size of d output_j / d head_i for one token; 0 is the darkest colour.
 
     Args:
         without_w_o: (h, d_model) dependency of the Concat result on each head.
         with_w_o: (h, d_model) dependency of ``Concat W^O`` on each head.
+        titles: the two panels' titles.
+        cbar_label: the colour bars' label (none by default).
 
     Returns:
         The matplotlib ``Figure``.
@@ -31,6 +33,8 @@ def plot_head_dependency(without_w_o, with_w_o, titles=("只有 Concat（没有 
         ax.set_xticks(ticks)
         ax.set_xlabel("输出的维度")
         ax.set_title(title)
-        fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
+        bar = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
+        if cbar_label:
+            bar.set_label(cbar_label)
     fig.tight_layout()
     return fig

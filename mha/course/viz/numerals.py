@@ -21,7 +21,12 @@ _AXIS = {"layer": "第 {} 层", "head": "头 {}", "loss": "训练损失（每 {}
          "drop": "去掉这个头后准确率下降（百分点）", "at_step": "训练 {} 步",
          "drop_zero": "置零后准确率下降（百分点）", "drop_mean": "换成平均输出后准确率下降（百分点）"}
 DROP_TITLES = {"zero": _AXIS["drop_zero"], "mean": _AXIS["drop_mean"]}  # titles of the ablation tables
-CHINESE_TEXT = tuple(BLOCK_TITLES.values()) + tuple(_SHORT.values()) + tuple(_AXIS.values())
+# what the rows (Query) and columns (Key) of each kind of map are
+BLOCK_AXES = {"encoder": ("行：Query（输入的字）", "列：Key（输入的字）"),
+              "decoder": ("行：Query（解码器输入）", "列：Key（解码器输入）"),
+              "cross": ("行：Query（这一步写出的数字）", "列：Key（输入的字）")}
+CHINESE_TEXT = (tuple(BLOCK_TITLES.values()) + tuple(_SHORT.values()) + tuple(_AXIS.values())
+                + tuple(t for pair in BLOCK_AXES.values() for t in pair))
 
 
 def row_label(block: str, layer: int) -> str:
@@ -53,7 +58,7 @@ def _labels(ax, rows, cols, size=TICK_PT):
 
 
 def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None = None, suptitle: str | None = None,
-                     annotate: bool = False):
+                     annotate: bool = False, axis_labels=None):
     """Draw several (L, S) attention maps, at most two side by side, with token labels.
 
     The figure is :data:`PHONE_WIDTH_IN` wide whatever the number of panels, so its smallest text
@@ -64,6 +69,7 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
         row_labels: L query labels; col_labels: S key labels (Chinese characters are fine).
         titles: one title per panel.
         ncols: panels per row (default: 2, or 1 for a single panel; at most 2).
+        axis_labels: optional ``(rows, columns)`` words, drawn once under and left of the panels.
 
     Returns:
         The matplotlib ``Figure``.
@@ -100,6 +106,9 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
     bar.ax.tick_params(labelsize=TICK_PT)
     if suptitle:
         fig.suptitle(suptitle, fontproperties=cjk_font(TITLE_PT + 1))
+    if axis_labels:
+        fig.supylabel(axis_labels[0], x=-0.04, fontproperties=cjk_font(TITLE_PT))
+        fig.supxlabel(axis_labels[1], fontproperties=cjk_font(TITLE_PT))
     return fig
 
 
@@ -125,7 +134,8 @@ def plot_block_heads(maps, block: str, row_labels, col_labels, layer: int | None
     h = mats[0].shape[0]
     panels = [mats[l][i] for l in layers for i in range(h)]
     titles = [_AXIS["layer"].format(l + 1) + " " + head_label(i) for l in layers for i in range(h)]
-    return plot_head_panels(panels, row_labels, col_labels, titles, suptitle=BLOCK_TITLES[block])
+    return plot_head_panels(panels, row_labels, col_labels, titles, suptitle=BLOCK_TITLES[block],
+                            axis_labels=BLOCK_AXES[block])
 
 
 def plot_loss(values, window: int, ax=None):
