@@ -6,11 +6,11 @@ import torch
 from torch import nn
 
 import mha
-from mha.exercises import (check_big_from_heads, check_per_head_linears, check_split_bug, check_split_heads,
-                           check_split_shape, results)
+from mha.exercises import (check_big_from_heads, check_per_head_linears, check_split_bug, check_split_bug_repair,
+                           check_split_heads, check_split_shape, results)
 from mha.exercises.ch04 import split_heads_buggy
 from mha.steps import split_heads as imported_split_heads
-from exercise_support import answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
+from exercise_support import answers_for, verdict_allowing_prints, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -303,10 +303,57 @@ WRONG_NEW = mistakes_for(check_split_bug, [
     (lambda smalls: smalls, "应该返回一个 nn.Linear"),
 ])
 
-test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW)
-test_new_right_answers_pass = right_answers(RIGHT_NEW)
-test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW)
+
+
+# ---------------------------------------------------------------- 4.2 reworked: the shape on which the bug is right, and the rescue
+def repair_ref(wrong, h):
+    B, _, L, d_k = wrong.shape
+    return wrong.reshape(B, L, h, d_k).transpose(1, 2)  # wrong holds x's numbers in x's order
+
+
+def _repair_detached(wrong, h):
+    return repair_ref(wrong, h).detach()
+
+
+def _repair_in_place(wrong, h):
+    wrong.data.mul_(2.0)  # changes the caller's tensor
+    return repair_ref(wrong, h) / 2
+
+
+OK = (2, 1, 8, 2)
+RIGHT_REPAIR = answers_for(check_split_bug_repair, [
+    {"right_anyway": OK, "repair": repair_ref},
+    {"right_anyway": (3, 1, 12, 4), "repair": lambda w, h: mha.split_heads(w.reshape(w.shape[0], w.shape[2], -1), h)},
+    {"right_anyway": [1, 1, 6, 3], "repair": lambda w, h: split_fixed(w.flatten(1).view(w.shape[0], w.shape[2], -1), h)},
+    {"right_anyway": OK, "repair": lambda w, h: repair_ref(w.double(), h)},
+])
+NOT_DONE_REPAIR = answers_for(check_split_bug_repair, [{"right_anyway": ..., "repair": repair_ref},
+                                                        {"right_anyway": OK, "repair": ...}])
+WRONG_REPAIR = mistakes_for(check_split_bug_repair, [
+    ({"right_anyway": (2, 3, 8, 2), "repair": repair_ref}, "是错的"),
+    ({"right_anyway": (2, 1, 8, 1), "repair": repair_ref}, "n_heads ≥ 2"),
+    ({"right_anyway": OK, "repair": lambda w, h: w}, "wrong 本身"),
+    ({"right_anyway": OK, "repair": lambda w, h: mha.split_heads(mha.merge_heads(w), h)}, "wrong 本身"),
+    ({"right_anyway": OK, "repair": lambda w, h: w.transpose(1, 2).reshape(w.shape)}, "轴 1 不是头"),
+    ({"right_anyway": OK, "repair": lambda w, h: w.reshape(w.shape[0], w.shape[2], h, -1)}, "还差 transpose"),
+    ({"right_anyway": OK, "repair": lambda w, h: repair_ref(w, h) + 1e-3}, "数值不对"),
+    ({"right_anyway": OK, "repair": _repair_detached}, "不能求梯度"),
+    ({"right_anyway": OK, "repair": _repair_in_place}, ["修改了输入", "参数 wrong"]),
+    ({"right_anyway": OK}, "缺少键"),
+])
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_REPAIR)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW, NOT_DONE_REPAIR)
 
 
 def test_results_registry_lists_chapter():
     assert set(results("ch04")) == {"4.1", "4.2", "4.3"}
+
+
+def test_repair_that_prints_with_mha_fmt_passes(capsys):
+    def printing(w, h):
+        print(mha.fmt(w[0, 0, 0], 2))  # debugging prints with the book's own helper are allowed
+        return repair_ref(w, h)
+    ok, last = verdict_allowing_prints(capsys, check_split_bug_repair, {"right_anyway": OK, "repair": printing})
+    assert ok is True and "✅" in last, last

@@ -17,10 +17,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from ._core import (Mistake, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, part)
+from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
+                    expect_tensor, is_stub, part)
 
-__all__ = ["check_split_shape", "check_split_bug", "check_big_from_heads", "check_split_heads", "check_per_head_linears"]
+__all__ = ["check_split_shape", "check_split_bug", "check_split_bug_repair", "check_big_from_heads", "check_split_heads",
+           "check_per_head_linears"]
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
@@ -184,15 +185,13 @@ def split_heads_buggy(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return x.reshape(B, n_heads, L, d_model // n_heads)
 
 
-@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose")
-def check_split_bug(answer):
-    """``answer = {"right_anyway": (B, L, d_model, n_heads), "fixed": split_heads function}``: a shape with
-    n_heads >= 2 on which :func:`split_heads_buggy` happens to give the right heads, and the fixed function."""
-    from ._core import NotDone, is_stub
+def _bug_answer(answer, second: str) -> None:
+    """The answer is a dict with ``"right_anyway"`` and ``second``; ``"right_anyway"`` is a shape with
+    n_heads >= 2 on which :func:`split_heads_buggy` gives the right heads."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway", "fixed"} <= set(answer):
-        raise Mistake('答案应该是字典 {"right_anyway": (B, L, d_model, n_heads), "fixed": 函数}，'
+    if not isinstance(answer, dict) or not {"right_anyway", second} <= set(answer):
+        raise Mistake(f'答案应该是字典 {{"right_anyway": (B, L, d_model, n_heads), "{second}": 函数}}，'
                       f"却收到了 {type(answer).__name__}" + ("（缺少键）" if isinstance(answer, dict) else ""))
     shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
     if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
@@ -205,7 +204,14 @@ def check_split_bug(answer):
     x = torch.randn(B, L, d_model)
     if not torch.equal(split_heads_buggy(x, n_heads), split_heads(x, n_heads)):
         raise Mistake(f'answer["right_anyway"] = {shape}：在这个形状上 split_heads_buggy 是错的。想一想 reshape 按内存顺序'
-                      "依次填满 (h, L, d_k)：什么时候“先填第 0 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
+                      "依次填满 (h, L, d_k)：什么时候“先填第 1 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
+
+
+@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose", listed=False)
+def check_split_bug(answer):
+    """``answer = {"right_anyway": (B, L, d_model, n_heads), "fixed": split_heads function}``: a shape with
+    n_heads >= 2 on which :func:`split_heads_buggy` happens to give the right heads, and the fixed function."""
+    _bug_answer(answer, "fixed")
     fixed = part(answer["fixed"], 'answer["fixed"]')
     try:
         check_split_heads.__wrapped__(fixed)
@@ -257,3 +263,36 @@ def check_big_from_heads(fn):
                 raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 是大 weight 的第 i 段行")
         expect_close(got, want, f"{where} 时合成的大 Linear 分头后的输出",
                      hint="大 weight = torch.cat([s.weight for s in smalls], dim=0)，bias 同理")
+
+
+# ---------------------------------------------------------------- 4.2 (reworked): the bug's shape, and the rescue
+REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L != h != d_k, L > 1
+
+
+@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose，再把算错的头救回来")
+def check_split_bug_repair(answer):
+    """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
+    :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
+    split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
+    _bug_answer(answer, "repair")
+    repair = part(answer["repair"], 'answer["repair"]')
+    for B, L, h, d_k in REPAIR_CASES:
+        x = torch.randn(B, L, h * d_k)
+        wrong = split_heads_buggy(x, h).detach().clone().requires_grad_()  # (B, h, L, d_k), its own memory
+        want = split_heads(x, h)  # (B, h, L, d_k)
+        where = f"x 的形状 {(B, L, h * d_k)}、n_heads={h} 时"
+        out = expect_tensor(call(repair, wrong, h, what='answer["repair"]'), f'{where} answer["repair"] 的返回值')
+        w = wrong.detach()
+        if tuple(out.shape) == (B, L, h, d_k) and _same(out, w.view(B, L, h, d_k)):
+            raise Mistake(f"{where}返回了 (B, L, h, d_k) = {tuple(out.shape)}：已经按 token 读回来了，还差 transpose(1, 2) "
+                          "把头轴放到 token 轴前面")
+        expect_shape(out, want.shape, f'{where} answer["repair"] 的返回值', hint="(B, h, L, d_k)，和正确分头的形状一样")
+        if _same(out, w):
+            raise Mistake(f"{where}返回的还是 wrong 本身（或者先拼回、再分头，又回到了 wrong）：wrong 的轴 1 不是真正的头。"
+                          "想一想：reshape 没有搬动任何数，wrong 和 x 在内存里的顺序完全一样")
+        if _same(out, w.transpose(1, 2).reshape(B, h, L, d_k)):
+            raise Mistake(f"{where}你把 wrong 的轴 1、2 当成了头和 token 去交换：可 wrong 的轴 1 不是头。"
+                          "先按内存顺序把它读回 (B, L, h, d_k)（每个 token 的 h 段），再 transpose")
+        expect_close(out, want, f'{where} answer["repair"] 的返回值',
+                     hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)")
+        expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')
