@@ -112,7 +112,7 @@ def plot_concat(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tokens=
     fig, ax = plt.subplots(figsize=(5.4, 0.8 + 2 * (0.36 * n_tokens + 0.9)))
     gap = n_tokens + 2.0
     _blocks(ax, split_layout(n_heads, n_tokens), n_tokens, gap, x_step)
-    ax.text(width / 2, gap + n_tokens + 0.85, f"每个头的输出 head$_i$：(h, L, d_k) = ({n_heads}, {n_tokens}, {d_k})",
+    ax.text(width / 2, gap + n_tokens + 0.85, f"{n_heads} 个头的输出：(h, L, d_k) = ({n_heads}, {n_tokens}, {d_k})",
             ha="center", fontsize=10.5)
     _matrix(ax, n_heads, n_tokens, tokens, d_k, 0)
     ax.text(width / 2, n_tokens + 0.45, f"transpose → contiguous → view：(L, h·d_k) = ({n_tokens}, {d_model})",
