@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 import mha
-from mha.exercises import (check_big_from_heads, check_per_head_linears, check_split_bug, check_split_bug_repair,
+from mha.exercises import (check_big_from_heads, check_packed_from_heads, check_per_head_linears, check_split_bug, check_split_bug_repair,
                            check_split_heads, check_split_shape, results)
 from mha.exercises.ch04 import split_heads_buggy
 from mha.steps import split_heads as imported_split_heads
@@ -342,8 +342,49 @@ WRONG_REPAIR = mistakes_for(check_split_bug_repair, [
     ({"right_anyway": OK}, "缺少键"),
 ])
 
-test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR)
-test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_REPAIR)
+
+
+# ---------------------------------------------------------------- 4.3 reworked: qnet/knet/vnet per head -> one packed Linear
+def _pack(rows, bias=True, frozen=False):
+    packed = nn.Linear(rows[0].in_features, sum(r.out_features for r in rows), bias=bias)
+    with torch.no_grad():
+        packed.weight.copy_(torch.cat([r.weight for r in rows]))
+        if bias:
+            packed.bias.copy_(torch.cat([r.bias for r in rows]))
+    return packed.requires_grad_(not frozen)
+
+
+def packed_ref(heads):
+    return _pack([triple[role] for role in range(3) for triple in heads])  # all Q, then all K, then all V
+
+
+def packed_by_role(heads):
+    q, k, v = zip(*heads)
+    return _pack([*q, *k, *v])
+
+
+def _pack_zero_bias(heads):
+    packed = packed_ref(heads)
+    with torch.no_grad():
+        packed.bias.zero_()  # the weights copied, the biases forgotten
+    return packed
+
+
+RIGHT_PACKED = answers_for(check_packed_from_heads, [packed_ref, packed_by_role])
+WRONG_PACKED = mistakes_for(check_packed_from_heads, [
+    (lambda heads: _pack([lin for triple in heads for lin in triple]), "按头排了"),
+    (lambda heads: _pack([t[r] for r in (1, 0, 2) for t in heads]), ["顺序是 K、Q、V"]),
+    (lambda heads: _pack([t[r] for r in (0, 2, 1) for t in heads]), ["顺序是 Q、V、K"]),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads[::-1]]), "头的顺序反了"),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads], bias=False), "没有偏置"),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads], frozen=True), "不能训练"),
+    (_pack_zero_bias, "偏置没有接过来"),
+    (lambda heads: heads[0][0], "形状应为"),
+    (lambda heads: heads, "应该返回一个 nn.Linear"),
+])
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR, WRONG_PACKED)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_REPAIR, RIGHT_PACKED)
 test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW, NOT_DONE_REPAIR)
 
 

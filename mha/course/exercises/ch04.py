@@ -3,10 +3,13 @@
 * 4.1 ``check_split_shape``: predict the shape after the split.
 * 4.2 ``check_split_bug``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape on
   which it is right anyway (n_heads >= 2), and fix it.
-* 4.3 ``check_big_from_heads``: the reverse of cutting: merge h small Linears of any width d_k into one.
+* 4.2 ``check_split_bug_repair``: the same bug hunt, then rescue the right heads from the buggy result alone.
+* 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
+  Linear laid out as ``nn.MultiheadAttention``'s in_proj: all heads' Q rows, then K, then V.
 
 The earlier tasks keep their checkers: ``check_split_heads`` (implement split_heads),
-``check_per_head_linears`` (cut one big Linear into h small ones).
+``check_per_head_linears`` (cut one big Linear into h small ones), ``check_split_bug`` (4.2 with a fixed split),
+``check_big_from_heads`` (merge h small Linears into one).
 
 The answer keys come from :func:`mha.split_heads` itself.
 """
@@ -20,8 +23,8 @@ from mha.steps import split_heads
 from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub, part)
 
-__all__ = ["check_split_shape", "check_split_bug", "check_split_bug_repair", "check_big_from_heads", "check_split_heads",
-           "check_per_head_linears"]
+__all__ = ["check_split_shape", "check_split_bug", "check_split_bug_repair", "check_big_from_heads", "check_packed_from_heads",
+           "check_split_heads", "check_per_head_linears"]
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
@@ -232,7 +235,7 @@ def _smalls(d_model: int, n_heads: int, d_k: int) -> list:
     return smalls
 
 
-@checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear")
+@checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear", listed=False)
 def check_big_from_heads(fn):
     """``fn(smalls)``: h ``nn.Linear(d_model, d_k)`` -> one ``nn.Linear(d_model, h*d_k)`` whose output, split
     into h heads of d_k, equals the small Linears' outputs (head i = rows [i*d_k, (i+1)*d_k))."""
@@ -296,3 +299,56 @@ def check_split_bug_repair(answer):
         expect_close(out, want, f'{where} answer["repair"] 的返回值',
                      hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)")
         expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')
+
+
+# ---------------------------------------------------------------- 4.3 (reworked): lecture 003's qnet/knet/vnet per head -> one packed Linear
+PACKED_CASES = [(6, 2, 3), (8, 3, 2), (4, 2, 5), (10, 1, 4)]  # (d_model, n_heads, d_k): d_k need not be d_model / h
+ROLES = ("Q", "K", "V")
+
+
+def _triples(d_model: int, n_heads: int, d_k: int) -> list:
+    return [tuple(_smalls(d_model, 3, d_k)) for _ in range(n_heads)]  # [(q_lin, k_lin, v_lin)] per head
+
+
+@checker("ch04", "4.3", "讲义 003 的每个头三个 Linear → 一个打包的大 Linear")
+def check_packed_from_heads(fn):
+    """``fn(heads)``: h triples ``(q_lin, k_lin, v_lin)`` of ``nn.Linear(d_model, d_k)`` -> one
+    ``nn.Linear(d_model, 3*h*d_k)`` whose output, cut into Q | K | V (``chunk(3, dim=-1)``) and each split into h
+    heads, gives ``heads[i][r](x)`` for role r and head i (``nn.MultiheadAttention``'s in_proj layout)."""
+    for d_model, n_heads, d_k in PACKED_CASES:
+        triples = _triples(d_model, n_heads, d_k)
+        where = f"{n_heads} 个头、每个头三个 nn.Linear({d_model}, {d_k}) 时"
+        packed = part(call(fn, [tuple(t) for t in triples], what="你的函数"), "你的函数的返回值")
+        if not isinstance(packed, nn.Linear):
+            raise Mistake(f"{where}应该返回一个 nn.Linear，却返回了 {type(packed).__name__}")
+        W, b = packed.weight, packed.bias
+        out_dim = 3 * n_heads * d_k
+        if tuple(W.shape) == (d_k, 3 * n_heads * d_model):
+            raise Mistake(f"{where}weight 的形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。weight 是 (out, in)，"
+                          "每个小 Linear 贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
+        if tuple(W.shape) != (out_dim, d_model):
+            raise Mistake(f"{where}weight 的形状应为 (3·h·d_k, d_model) = {(out_dim, d_model)}，实际是 {tuple(W.shape)}")
+        if b is None:
+            raise Mistake(f"{where}打包的 Linear 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
+        if not W.requires_grad:
+            raise Mistake("打包的 Linear 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+        x = torch.randn(2, 3, d_model)
+        with torch.no_grad():
+            want = torch.stack([torch.stack([t[r](x) for t in triples], dim=1) for r in range(3)])  # (3, B, h, L, d_k)
+            y = F.linear(x, W, b)  # (B, L, 3 h d_k)
+            got = y.view(2, 3, 3, n_heads, d_k).permute(2, 0, 3, 1, 4)  # Q | K | V, each split into heads
+            per_head = y.view(2, 3, n_heads, 3, d_k).permute(3, 0, 2, 1, 4)  # [q_1 k_1 v_1 | q_2 k_2 v_2 | ...]
+            no_bias = torch.stack([torch.stack([x @ t[r].weight.T for t in triples], dim=1) for r in range(3)])
+            if n_heads > 1 and torch.allclose(per_head, want, atol=1e-5):
+                raise Mistake(f"{where}你按头排了 [头 1 的 Q、K、V | 头 2 的 Q、K、V | ……]；这道题要的是打包布局："
+                              "先是所有头的 Q，再是所有头的 K，最后是所有头的 V")
+            if torch.allclose(got, no_bias, atol=1e-5):
+                raise Mistake(f"{where}权重对了，但偏置没有接过来（bias 要和 weight 按同样的顺序拼）")
+            for order in ((1, 0, 2), (0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)):
+                if torch.allclose(got, want[list(order)], atol=1e-5):
+                    raise Mistake(f"{where}Q、K、V 三份的顺序是 {'、'.join(ROLES[r] for r in order)}：应该是 Q、K、V")
+            if n_heads > 1 and torch.allclose(got, want.flip(2), atol=1e-5):
+                raise Mistake(f"{where}每一份里头的顺序反了：代码下标为 i 的头是这一份的第 i 段行")
+        for r, role in enumerate(ROLES):
+            expect_close(got[r], want[r], f"{where}打包 Linear 里 {role} 那一份分头后的输出",
+                         hint="weight = torch.cat([所有头的 q 的 weight, 所有头的 k 的 weight, 所有头的 v 的 weight], dim=0)，bias 同理")

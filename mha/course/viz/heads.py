@@ -46,11 +46,11 @@ def _matrix(ax, n_heads, n_tokens, tokens, d_k, y0):
         for hd in range(n_heads):
             ax.add_patch(Rectangle((hd, y0 + n_tokens - 1 - r), 1, 1, facecolor=_shade(hd, r, n_tokens),
                                    edgecolor="white", lw=1.5))
-            ax.text(hd + 0.5, y0 + n_tokens - 0.5 - r, f"{r + 1}", ha="center", va="center", fontsize=10)
-        ax.text(-0.15, y0 + n_tokens - 0.5 - r, f"{r + 1} {tokens[r]}", ha="right", va="center", fontsize=10)
+            ax.text(hd + 0.5, y0 + n_tokens - 0.5 - r, f"{r + 1}", ha="center", va="center", fontsize=11)
+        ax.text(-0.15, y0 + n_tokens - 0.5 - r, f"{r + 1} {tokens[r]}", ha="right", va="center", fontsize=11)
     for hd in range(n_heads):
-        ax.text(hd + 0.5, y0 - 0.35, f"{hd + 1}", ha="center", va="center", fontsize=10, color=head_color(hd))
-    ax.text(-0.15, y0 - 0.35, "头", ha="right", va="center", fontsize=10)
+        ax.text(hd + 0.5, y0 - 0.35, f"{hd + 1}", ha="center", va="center", fontsize=11, color=head_color(hd))
+    ax.text(-0.15, y0 - 0.35, "头", ha="right", va="center", fontsize=11)
 
 
 def _blocks(ax, layout, n_tokens, y0, x_step):
@@ -59,8 +59,8 @@ def _blocks(ax, layout, n_tokens, y0, x_step):
         for r, (hd, tok) in enumerate(rows):
             ax.add_patch(Rectangle((x0, y0 + n_tokens - 1 - r), 1, 1, facecolor=_shade(hd, tok, n_tokens),
                                    edgecolor="white", lw=1.5))
-            ax.text(x0 + 0.5, y0 + n_tokens - 0.5 - r, f"{tok + 1}", ha="center", va="center", fontsize=10)
-        ax.text(x0 + 0.5, y0 + n_tokens + 0.3, f"头{i + 1}", ha="center", va="center", fontsize=10,
+            ax.text(x0 + 0.5, y0 + n_tokens - 0.5 - r, f"{tok + 1}", ha="center", va="center", fontsize=11)
+        ax.text(x0 + 0.5, y0 + n_tokens + 0.3, f"头{i + 1}", ha="center", va="center", fontsize=11,
                 color=head_color(i))
 
 
