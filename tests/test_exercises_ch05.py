@@ -320,6 +320,14 @@ def _weights_variant(scale="d_k", fill=-1e9, zero_blocked=True, polarity=True, w
     return attention
 
 
+def _weights_where_int(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = torch.where(mask, scores, -1e9)  # a 0/1 integer mask is no condition for torch.where
+    weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+
+
 def _weights_in_place(q, k, v, mask=None):
     k.data.mul_(1.0 / math.sqrt(q.size(-1)))  # changes the caller's k
     out, w = weights_ref(q, k * math.sqrt(q.size(-1)), v, mask)
@@ -344,6 +352,7 @@ WRONG_WEIGHTS = mistakes_for(check_attention_weights, [
     (_weights_variant(polarity=False), "掩码方向反了"),
     (_weights_variant(when="after"), "在 softmax 之后才挡"),
     (_weights_variant(invert="~"), ["boolean masks", "mask == 0"]),
+    (_weights_where_int, ["boolean tensor", "mask == 0"]),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, None), "没有用上掩码"),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[0], "只返回了一个张量"),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[::-1], "顺序反了"),

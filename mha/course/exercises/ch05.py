@@ -376,9 +376,9 @@ def _call_dv(fn, q, k, v, mask):
     try:
         return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=WEIGHTS_FORBID)
     except Mistake as m:
-        if "only supports boolean masks" in str(m):
+        if "only supports boolean masks" in str(m) or "condition to be a boolean tensor" in str(m):
             raise Mistake(f"{m}。提示：mask 也可以是 0/1 整数；对整数张量 ~mask 是按位取反（1 → -2），"
-                          "不是“挡住的位置”，写 mask == 0（或先 mask.bool()）") from None
+                          "不是“挡住的位置”；torch.where 也只收布尔条件。写 mask == 0（或先 mask.bool()）") from None
         raise
 
 
