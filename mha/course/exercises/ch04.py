@@ -235,6 +235,23 @@ def _smalls(d_model: int, n_heads: int, d_k: int) -> list:
     return smalls
 
 
+def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name: str, rows: str):
+    """The Linear that stacks ``n_small`` small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
+    if not isinstance(lin, nn.Linear):
+        raise Mistake(f"{where}应该返回一个 nn.Linear，却返回了 {type(lin).__name__}")
+    W, b = lin.weight, lin.bias
+    if tuple(W.shape) == (d_k, n_small * d_model) and n_small > 1:
+        raise Mistake(f"{where}{name} 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
+                      "weight 是 (out, in)，每个小 Linear 贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
+    if tuple(W.shape) != (n_small * d_k, d_model):
+        raise Mistake(f"{where}{name} 的 weight 形状应为 ({rows}, d_model) = {(n_small * d_k, d_model)}，实际是 {tuple(W.shape)}")
+    if b is None:
+        raise Mistake(f"{where}{name} 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
+    if not W.requires_grad:
+        raise Mistake(f"{name} 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+    return W, b
+
+
 @checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear", listed=False)
 def check_big_from_heads(fn):
     """``fn(smalls)``: h ``nn.Linear(d_model, d_k)`` -> one ``nn.Linear(d_model, h*d_k)`` whose output, split
@@ -243,18 +260,7 @@ def check_big_from_heads(fn):
         smalls = _smalls(d_model, n_heads, d_k)
         where = f"{n_heads} 个 nn.Linear({d_model}, {d_k})"
         big = part(call(fn, list(smalls), what="你的函数"), "你的函数的返回值")
-        if not isinstance(big, nn.Linear):
-            raise Mistake(f"{where} 时应该返回一个 nn.Linear，却返回了 {type(big).__name__}")
-        W, b = big.weight, big.bias
-        if tuple(W.shape) == (d_k, n_heads * d_model) and n_heads > 1:
-            raise Mistake(f"{where} 时大 Linear 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
-                          "weight 是 (out, in)，每个头贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
-        if tuple(W.shape) != (n_heads * d_k, d_model):
-            raise Mistake(f"{where} 时大 Linear 的 weight 形状应为 (h·d_k, d_model) = {(n_heads * d_k, d_model)}，实际是 {tuple(W.shape)}")
-        if b is None:
-            raise Mistake(f"{where} 时大 Linear 没有偏置：小 Linear 都有偏置，把它们也按头的顺序接起来")
-        if not W.requires_grad:
-            raise Mistake("大 Linear 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+        W, b = _stacked_linear(big, f"{where} 时", n_heads, d_k, d_model, "大 Linear", "h·d_k")
         x = torch.randn(2, 3, d_model)
         with torch.no_grad():
             want = torch.stack([s(x) for s in smalls], dim=1)  # (B, h, L, d_k)
@@ -319,19 +325,7 @@ def check_packed_from_heads(fn):
         triples = _triples(d_model, n_heads, d_k)
         where = f"{n_heads} 个头、每个头三个 nn.Linear({d_model}, {d_k}) 时"
         packed = part(call(fn, [tuple(t) for t in triples], what="你的函数"), "你的函数的返回值")
-        if not isinstance(packed, nn.Linear):
-            raise Mistake(f"{where}应该返回一个 nn.Linear，却返回了 {type(packed).__name__}")
-        W, b = packed.weight, packed.bias
-        out_dim = 3 * n_heads * d_k
-        if tuple(W.shape) == (d_k, 3 * n_heads * d_model):
-            raise Mistake(f"{where}weight 的形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。weight 是 (out, in)，"
-                          "每个小 Linear 贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
-        if tuple(W.shape) != (out_dim, d_model):
-            raise Mistake(f"{where}weight 的形状应为 (3·h·d_k, d_model) = {(out_dim, d_model)}，实际是 {tuple(W.shape)}")
-        if b is None:
-            raise Mistake(f"{where}打包的 Linear 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
-        if not W.requires_grad:
-            raise Mistake("打包的 Linear 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+        W, b = _stacked_linear(packed, where, 3 * n_heads, d_k, d_model, "打包的 Linear", "3·h·d_k")
         x = torch.randn(2, 3, d_model)
         with torch.no_grad():
             want = torch.stack([torch.stack([t[r](x) for t in triples], dim=1) for r in range(3)])  # (3, B, h, L, d_k)
