@@ -370,6 +370,13 @@ def _pack_zero_bias(heads):
     return packed
 
 
+def _pack_random_bias(heads):
+    packed = nn.Linear(heads[0][0].in_features, 3 * len(heads) * heads[0][0].out_features)
+    with torch.no_grad():
+        packed.weight.copy_(torch.cat([t[r].weight for r in range(3) for t in heads]))  # the bias stays random
+    return packed
+
+
 RIGHT_PACKED = answers_for(check_packed_from_heads, [packed_ref, packed_by_role])
 WRONG_PACKED = mistakes_for(check_packed_from_heads, [
     (lambda heads: _pack([lin for triple in heads for lin in triple]), "按头排了"),
@@ -378,7 +385,8 @@ WRONG_PACKED = mistakes_for(check_packed_from_heads, [
     (lambda heads: _pack([t[r] for r in range(3) for t in heads[::-1]]), "头的顺序反了"),
     (lambda heads: _pack([t[r] for r in range(3) for t in heads], bias=False), "没有偏置"),
     (lambda heads: _pack([t[r] for r in range(3) for t in heads], frozen=True), "不能训练"),
-    (_pack_zero_bias, "偏置没有接过来"),
+    (_pack_zero_bias, "bias 没有复制"),
+    (_pack_random_bias, "bias 没有复制"),
     (lambda heads: heads[0][0], "形状应为"),
     (lambda heads: heads, "应该返回一个 nn.Linear"),
 ])

@@ -347,6 +347,10 @@ RIGHT_WEIGHTS = answers_for(check_attention_weights, [
 ])
 WRONG_WEIGHTS = mistakes_for(check_attention_weights, [
     (_weights_variant(scale="d_v"), "√d_v"),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-2)),
+     ["softmax 沿错了轴", "dim=-2"]),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=1)),
+     ["softmax 沿错了轴", "dim=1"]),
     (_weights_variant(zero_blocked=False), ["平均分给", "-1e9"]),
     (_weights_variant(fill=float("-inf"), zero_blocked=False), ["NaN", "0/0"]),
     (_weights_variant(polarity=False), "掩码方向反了"),

@@ -336,8 +336,10 @@ def check_packed_from_heads(fn):
             if n_heads > 1 and torch.allclose(per_head, want, atol=1e-5):
                 raise Mistake(f"{where}你按头排了 [头 1 的 Q、K、V | 头 2 的 Q、K、V | ……]；这道题要的是打包布局："
                               "先是所有头的 Q，再是所有头的 K，最后是所有头的 V")
-            if torch.allclose(got, no_bias, atol=1e-5):
-                raise Mistake(f"{where}权重对了，但偏置没有接过来（bias 要和 weight 按同样的顺序拼）")
+            weights_only = F.linear(x, W).view(2, 3, 3, n_heads, d_k).permute(2, 0, 3, 1, 4)
+            if torch.allclose(weights_only, no_bias, atol=1e-5) and not torch.allclose(got, want, atol=1e-5):
+                raise Mistake(f"{where}weight 对了，但 bias 没有复制过来（新建的 nn.Linear 的 bias 是随机的）："
+                              "bias 要和 weight 按同样的顺序拼，再 .copy_() 进去")
             for order in ((1, 0, 2), (0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)):
                 if torch.allclose(got, want[list(order)], atol=1e-5):
                     raise Mistake(f"{where}Q、K、V 三份的顺序是 {'、'.join(ROLES[r] for r in order)}：应该是 Q、K、V")

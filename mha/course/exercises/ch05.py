@@ -398,6 +398,11 @@ def _name_weights_mistake(out, weights, q, k, v, mask, where):
                            (1.0, "忘了除以 √d_k"), (float(d_k), "除以的是 d_k，应该除以 √d_k")):
         if scale != math.sqrt(d_k) and _matches(weights, masked_softmax(raw / scale, keep)):
             raise Mistake(f"{where}：{message}")
+    if keep is None:
+        for dim, axis in ((-2, "Query 轴"), (1, "头的轴")):
+            if _matches(weights, torch.softmax(raw / math.sqrt(d_k), dim=dim)):
+                raise Mistake(f"{where}：softmax 沿错了轴（dim={dim}，{axis}）：要沿最后一维（Key 轴，dim=-1）做，"
+                              "让每个 Query 的一行权重加起来等于 1")
     if _matches(weights, masked_softmax(raw / math.sqrt(d_k), keep).transpose(-2, -1)) and weights.shape[-1] == weights.shape[-2]:
         raise Mistake(f"{where}：weights 被转置了：一行属于一个 query，一列属于一个 key")
     if keep is None:
