@@ -6,11 +6,11 @@ import torch
 from torch import nn
 
 import mha
-from mha.exercises import (check_big_from_heads, check_per_head_linears, check_split_bug, check_split_heads,
-                           check_split_shape, results)
+from mha.exercises import (check_big_from_heads, check_packed_from_heads, check_per_head_linears, check_split_bug, check_split_bug_repair,
+                           check_split_heads, check_split_shape, results)
 from mha.exercises.ch04 import split_heads_buggy
 from mha.steps import split_heads as imported_split_heads
-from exercise_support import answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
+from exercise_support import answers_for, verdict_allowing_prints, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -303,10 +303,106 @@ WRONG_NEW = mistakes_for(check_split_bug, [
     (lambda smalls: smalls, "应该返回一个 nn.Linear"),
 ])
 
-test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW)
-test_new_right_answers_pass = right_answers(RIGHT_NEW)
-test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW)
+
+
+# ---------------------------------------------------------------- 4.2 reworked: the shape on which the bug is right, and the rescue
+def repair_ref(wrong, h):
+    B, _, L, d_k = wrong.shape
+    return wrong.reshape(B, L, h, d_k).transpose(1, 2)  # wrong holds x's numbers in x's order
+
+
+def _repair_detached(wrong, h):
+    return repair_ref(wrong, h).detach()
+
+
+def _repair_in_place(wrong, h):
+    wrong.data.mul_(2.0)  # changes the caller's tensor
+    return repair_ref(wrong, h) / 2
+
+
+OK = (2, 1, 8, 2)
+RIGHT_REPAIR = answers_for(check_split_bug_repair, [
+    {"right_anyway": OK, "repair": repair_ref},
+    {"right_anyway": (3, 1, 12, 4), "repair": lambda w, h: mha.split_heads(w.reshape(w.shape[0], w.shape[2], -1), h)},
+    {"right_anyway": [1, 1, 6, 3], "repair": lambda w, h: split_fixed(w.flatten(1).view(w.shape[0], w.shape[2], -1), h)},
+    {"right_anyway": OK, "repair": lambda w, h: repair_ref(w.double(), h)},
+])
+NOT_DONE_REPAIR = answers_for(check_split_bug_repair, [{"right_anyway": ..., "repair": repair_ref},
+                                                        {"right_anyway": OK, "repair": ...}])
+WRONG_REPAIR = mistakes_for(check_split_bug_repair, [
+    ({"right_anyway": (2, 3, 8, 2), "repair": repair_ref}, "是错的"),
+    ({"right_anyway": (2, 1, 8, 1), "repair": repair_ref}, "n_heads ≥ 2"),
+    ({"right_anyway": OK, "repair": lambda w, h: w}, "wrong 本身"),
+    ({"right_anyway": OK, "repair": lambda w, h: mha.split_heads(mha.merge_heads(w), h)}, "wrong 本身"),
+    ({"right_anyway": OK, "repair": lambda w, h: w.transpose(1, 2).reshape(w.shape)}, "轴 1 不是头"),
+    ({"right_anyway": OK, "repair": lambda w, h: w.reshape(w.shape[0], w.shape[2], h, -1)}, "还差 transpose"),
+    ({"right_anyway": OK, "repair": lambda w, h: repair_ref(w, h) + 1e-3}, "数值不对"),
+    ({"right_anyway": OK, "repair": _repair_detached}, "不能求梯度"),
+    ({"right_anyway": OK, "repair": _repair_in_place}, ["修改了输入", "参数 wrong"]),
+    ({"right_anyway": OK}, "缺少键"),
+])
+
+
+
+# ---------------------------------------------------------------- 4.3 reworked: qnet/knet/vnet per head -> one packed Linear
+def _pack(rows, bias=True, frozen=False):
+    packed = nn.Linear(rows[0].in_features, sum(r.out_features for r in rows), bias=bias)
+    with torch.no_grad():
+        packed.weight.copy_(torch.cat([r.weight for r in rows]))
+        if bias:
+            packed.bias.copy_(torch.cat([r.bias for r in rows]))
+    return packed.requires_grad_(not frozen)
+
+
+def packed_ref(heads):
+    return _pack([triple[role] for role in range(3) for triple in heads])  # all Q, then all K, then all V
+
+
+def packed_by_role(heads):
+    q, k, v = zip(*heads)
+    return _pack([*q, *k, *v])
+
+
+def _pack_zero_bias(heads):
+    packed = packed_ref(heads)
+    with torch.no_grad():
+        packed.bias.zero_()  # the weights copied, the biases forgotten
+    return packed
+
+
+def _pack_random_bias(heads):
+    packed = nn.Linear(heads[0][0].in_features, 3 * len(heads) * heads[0][0].out_features)
+    with torch.no_grad():
+        packed.weight.copy_(torch.cat([t[r].weight for r in range(3) for t in heads]))  # the bias stays random
+    return packed
+
+
+RIGHT_PACKED = answers_for(check_packed_from_heads, [packed_ref, packed_by_role])
+WRONG_PACKED = mistakes_for(check_packed_from_heads, [
+    (lambda heads: _pack([lin for triple in heads for lin in triple]), "按头排了"),
+    (lambda heads: _pack([t[r] for r in (1, 0, 2) for t in heads]), ["顺序是 K、Q、V"]),
+    (lambda heads: _pack([t[r] for r in (0, 2, 1) for t in heads]), ["顺序是 Q、V、K"]),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads[::-1]]), "头的顺序反了"),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads], bias=False), "没有偏置"),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads], frozen=True), "不能训练"),
+    (_pack_zero_bias, "bias 没有复制"),
+    (_pack_random_bias, "bias 没有复制"),
+    (lambda heads: heads[0][0], "形状应为"),
+    (lambda heads: heads, "应该返回一个 nn.Linear"),
+])
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR, WRONG_PACKED)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_REPAIR, RIGHT_PACKED)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW, NOT_DONE_REPAIR)
 
 
 def test_results_registry_lists_chapter():
     assert set(results("ch04")) == {"4.1", "4.2", "4.3"}
+
+
+def test_repair_that_prints_with_mha_fmt_passes(capsys):
+    def printing(w, h):
+        print(mha.fmt(w[0, 0, 0], 2))  # debugging prints with the book's own helper are allowed
+        return repair_ref(w, h)
+    ok, last = verdict_allowing_prints(capsys, check_split_bug_repair, {"right_anyway": OK, "repair": printing})
+    assert ok is True and "✅" in last, last

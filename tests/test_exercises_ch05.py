@@ -9,10 +9,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import (check_attention, check_dot_product_variance, check_dot_product_variance_scaled,
-                           check_scores_shape, results)
+from mha.exercises import (check_attention, check_attention_weights, check_dot_product_variance,
+                           check_dot_product_variance_scaled, check_scores_shape, results)
 from mha.steps import masked_softmax
-from exercise_support import every, not_done_answers, raise_value_error, right_answers, wrong_answers
+from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -271,8 +271,120 @@ WRONG_NEW = [(check_dot_product_variance_scaled, a, w) for a, w in [
     ("256, 4, 16", "三个数"),
 ]]
 
-test_wrong_answers_are_named = wrong_answers(WRONG + WRONG_NEW)
-test_new_right_answers_pass = right_answers(RIGHT_NEW)
+
+
+# ---------------------------------------------------------------- 5.3 reworked: d_v != d_k, (output, weights), 0/1 masks
+def weights_ref(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, L, S): d_k, not d_v
+    if mask is not None:
+        blocked = mask == 0  # bool or 0/1 integers alike
+        scores = scores.masked_fill(blocked, -1e9)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(blocked, 0.0)  # a query that sees no key: all zeros, not 1/S
+    return weights @ v, weights
+
+
+def weights_where(q, k, v, mask=None):
+    scores = torch.einsum("bhld,bhsd->bhls", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        keep = mask.bool()
+        scores = torch.where(keep, scores, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, -1) * keep
+    else:
+        weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+
+
+def weights_nan_to_num(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    weights = torch.softmax(scores, -1).nan_to_num(0.0)
+    return weights @ v, weights
+
+
+def _weights_variant(scale="d_k", fill=-1e9, zero_blocked=True, polarity=True, when="before", invert="==0"):
+    def attention(q, k, v, mask=None):
+        width = {"d_k": q.size(-1), "d_v": v.size(-1)}[scale]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(width)
+        blocked = None
+        if mask is not None:
+            blocked = (~mask if invert == "~" else mask == 0) if polarity else mask != 0
+        if blocked is not None and when == "before":
+            scores = scores.masked_fill(blocked, fill)
+        weights = torch.softmax(scores, dim=-1)
+        if blocked is not None and (zero_blocked or when == "after"):
+            weights = weights.masked_fill(blocked, 0.0)
+        return weights @ v, weights
+    return attention
+
+
+def _weights_where_int(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = torch.where(mask, scores, -1e9)  # a 0/1 integer mask is no condition for torch.where
+    weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+
+
+def _weights_in_place(q, k, v, mask=None):
+    k.data.mul_(1.0 / math.sqrt(q.size(-1)))  # changes the caller's k
+    out, w = weights_ref(q, k * math.sqrt(q.size(-1)), v, mask)
+    return out, w
+
+
+def _weights_detached(q, k, v, mask=None):
+    out, w = weights_ref(q, k, v, mask)
+    return w.detach() @ v, w.detach()
+
+
+RIGHT_WEIGHTS = answers_for(check_attention_weights, [
+    weights_ref, weights_where, weights_nan_to_num,
+    lambda q, k, v, mask=None: tuple(t.double() for t in weights_ref(q.double(), k.double(), v.double(), mask)),
+    lambda q, k, v, mask=None: list(weights_ref(q, k, v, mask)),
+    lambda q, k, v, mask=None: weights_ref(q, k, v, None if mask is None else mask.bool()),
+])
+WRONG_WEIGHTS = mistakes_for(check_attention_weights, [
+    (_weights_variant(scale="d_v"), "√d_v"),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-2)),
+     ["softmax 沿错了轴", "dim=-2"]),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=1)),
+     ["softmax 沿错了轴", "dim=1"]),
+    (_weights_variant(zero_blocked=False), ["平均分给", "-1e9"]),
+    (_weights_variant(fill=float("-inf"), zero_blocked=False), ["NaN", "0/0"]),
+    (_weights_variant(polarity=False), "掩码方向反了"),
+    (_weights_variant(when="after"), "在 softmax 之后才挡"),
+    (_weights_variant(invert="~"), ["boolean masks", "mask == 0"]),
+    (_weights_where_int, ["boolean tensor", "mask == 0"]),
+    (lambda q, k, v, mask=None: weights_ref(q, k, v, None), "没有用上掩码"),
+    (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[0], "只返回了一个张量"),
+    (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[::-1], "顺序反了"),
+    (lambda q, k, v, mask=None: (*weights_ref(q, k, v, mask), None), "两个张量"),
+    (lambda q, k, v, mask=None: (weights_ref(q, k, v, mask)[0], weights_ref(q, k, v, mask)[1] + 1e-3), "weights 的形状对了"),
+    (lambda q, k, v, mask=None: (weights_ref(q, k, v, mask)[0][..., :q.size(-1)], weights_ref(q, k, v, mask)[1]), "d_v"),
+    (_weights_in_place, ["修改了输入", "参数 k"]),
+    (_weights_detached, "梯度传不到 q"),
+    (lambda q, k, v, mask=None: (weights_ref(q, k, v, mask)[0], weights_ref(q, k, v, mask)[1].detach()), "的梯度"),
+    (lambda q, k, v, mask=None: mha.attention(q, k, v, None if mask is None else mask.bool()), [SHORTCUT, "attention"]),
+    (lambda q, k, v, mask=None: (F.scaled_dot_product_attention(q, k, v), None), [SHORTCUT, "F.scaled_dot_product_attention"]),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(masked_softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5,
+                                                                       None if mask is None else mask.bool())),
+     [SHORTCUT, "masked_softmax"]),
+])
+NOT_DONE_WEIGHTS = answers_for(check_attention_weights, [lambda q, k, v, mask=None: ...])
+
+test_wrong_answers_are_named = wrong_answers(WRONG + WRONG_NEW, WRONG_WEIGHTS)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_WEIGHTS)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_WEIGHTS)
+
+
+def test_attention_weights_that_prints_with_mha_fmt_passes(capsys):
+    def printing(q, k, v, mask=None):
+        print(mha.fmt(q[0, 0, 0], 2))  # debugging prints with the book's own helper are allowed
+        return weights_ref(q, k, v, mask)
+    ok, last = verdict_allowing_prints(capsys, check_attention_weights, printing)
+    assert ok is True and "✅" in last, last
 
 
 def test_results_registry_lists_chapter():

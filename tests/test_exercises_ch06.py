@@ -7,11 +7,11 @@ import numpy as np
 import torch
 
 import mha
-from mha.exercises import (check_concat_shapes, check_head_from_concat, check_merge_bug, check_merge_heads,
-                           check_swap_heads, results)
+from mha.exercises import (check_concat_shapes, check_head_from_concat, check_merge_bug, check_merge_bug_repair,
+                           check_merge_heads, check_swap_heads, results)
 from mha.exercises.ch06 import merge_heads_buggy
 from mha.steps import merge_heads as imported_merge_heads
-from exercise_support import every, not_done_answers, raise_value_error, right_answers, wrong_answers
+from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
@@ -209,9 +209,57 @@ WRONG_NEW = [
     (check_swap_heads, lambda c, i, j, h: swap_ref(c, i, j, h).detach(), "梯度"),
 ]
 
-test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW)
-test_new_right_answers_pass = right_answers(RIGHT_NEW)
-test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW)
+
+
+# ---------------------------------------------------------------- 6.2 reworked: which properties fail, and the rescue
+def repair_ref(wrong, h):
+    B, L, d = wrong.shape
+    return wrong.view(B, h, L, d // h).transpose(1, 2).reshape(B, L, d)  # wrong holds the heads in their own order
+
+
+def _repair_no_grad(wrong, h):
+    with torch.no_grad():
+        return repair_ref(wrong, h)
+
+
+def _repair_in_place(wrong, h):
+    wrong.data.add_(1.0)  # changes the caller's tensor
+    return repair_ref(wrong, h) - 1.0
+
+
+RIGHT_REPAIR = answers_for(check_merge_bug_repair, [
+    {"fails": FAILS, "repair": repair_ref},
+    {"fails": ("per_token", "undoes_split"), "repair": lambda w, h: mha.merge_heads(w.view(w.shape[0], h, w.shape[1], -1))},
+    {"fails": FAILS, "repair": lambda w, h: merge_fixed(w.reshape(w.shape[0], h, w.shape[1], -1))},
+    {"fails": FAILS, "repair": lambda w, h: repair_ref(w.double(), h)},
+])
+NOT_DONE_REPAIR = answers_for(check_merge_bug_repair, [{"fails": ..., "repair": repair_ref}, {"fails": FAILS, "repair": ...}])
+WRONG_REPAIR = mistakes_for(check_merge_bug_repair, [
+    ({"fails": ["shape", *FAILS], "repair": repair_ref}, "其实成立"),
+    ({"fails": ["per_token"], "repair": repair_ref}, "漏了"),
+    ({"fails": FAILS, "repair": lambda w, h: w}, "wrong 本身"),
+    ({"fails": FAILS, "repair": lambda w, h: mha.merge_heads(mha.split_heads(w, h))}, "wrong 本身"),
+    ({"fails": FAILS, "repair": lambda w, h: mha.split_heads(w, h).reshape(w.shape)}, "读成了 (B, L, h, d_k)"),
+    ({"fails": FAILS, "repair": lambda w, h: w.view(w.shape[0], h, w.shape[1], -1).transpose(1, 2).view(w.shape)},
+     "忘了 .contiguous()"),
+    ({"fails": FAILS, "repair": lambda w, h: w.view(w.shape[0], h, w.shape[1], -1).transpose(1, 2)}, "形状应该是"),
+    ({"fails": FAILS, "repair": lambda w, h: repair_ref(w, h) * 1.001}, "数值不对"),
+    ({"fails": FAILS, "repair": _repair_no_grad}, "不能求梯度"),
+    ({"fails": FAILS, "repair": _repair_in_place}, ["修改了输入", "参数 wrong"]),
+    ({"fails": FAILS}, "缺少键"),
+])
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_REPAIR)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW, NOT_DONE_REPAIR)
+
+
+def test_repair_that_prints_with_mha_fmt_passes(capsys):
+    def printing(w, h):
+        print(mha.fmt(w[0, 0, :3], 2))  # debugging prints with the book's own helper are allowed
+        return repair_ref(w, h)
+    ok, last = verdict_allowing_prints(capsys, check_merge_bug_repair, {"fails": FAILS, "repair": printing})
+    assert ok is True and "✅" in last, last
 
 
 def test_results_registry_lists_chapter():

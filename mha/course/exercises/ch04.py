@@ -3,10 +3,13 @@
 * 4.1 ``check_split_shape``: predict the shape after the split.
 * 4.2 ``check_split_bug``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape on
   which it is right anyway (n_heads >= 2), and fix it.
-* 4.3 ``check_big_from_heads``: the reverse of cutting: merge h small Linears of any width d_k into one.
+* 4.2 ``check_split_bug_repair``: the same bug hunt, then rescue the right heads from the buggy result alone.
+* 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
+  Linear laid out as ``nn.MultiheadAttention``'s in_proj: all heads' Q rows, then K, then V.
 
 The earlier tasks keep their checkers: ``check_split_heads`` (implement split_heads),
-``check_per_head_linears`` (cut one big Linear into h small ones).
+``check_per_head_linears`` (cut one big Linear into h small ones), ``check_split_bug`` (4.2 with a fixed split),
+``check_big_from_heads`` (merge h small Linears into one).
 
 The answer keys come from :func:`mha.split_heads` itself.
 """
@@ -17,10 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from ._core import (Mistake, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, part)
+from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
+                    expect_tensor, is_stub, part)
 
-__all__ = ["check_split_shape", "check_split_bug", "check_big_from_heads", "check_split_heads", "check_per_head_linears"]
+__all__ = ["check_split_shape", "check_split_bug", "check_split_bug_repair", "check_big_from_heads", "check_packed_from_heads",
+           "check_split_heads", "check_per_head_linears"]
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
@@ -184,15 +188,13 @@ def split_heads_buggy(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return x.reshape(B, n_heads, L, d_model // n_heads)
 
 
-@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose")
-def check_split_bug(answer):
-    """``answer = {"right_anyway": (B, L, d_model, n_heads), "fixed": split_heads function}``: a shape with
-    n_heads >= 2 on which :func:`split_heads_buggy` happens to give the right heads, and the fixed function."""
-    from ._core import NotDone, is_stub
+def _bug_answer(answer, second: str) -> None:
+    """The answer is a dict with ``"right_anyway"`` and ``second``; ``"right_anyway"`` is a shape with
+    n_heads >= 2 on which :func:`split_heads_buggy` gives the right heads."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway", "fixed"} <= set(answer):
-        raise Mistake('答案应该是字典 {"right_anyway": (B, L, d_model, n_heads), "fixed": 函数}，'
+    if not isinstance(answer, dict) or not {"right_anyway", second} <= set(answer):
+        raise Mistake(f'答案应该是字典 {{"right_anyway": (B, L, d_model, n_heads), "{second}": 函数}}，'
                       f"却收到了 {type(answer).__name__}" + ("（缺少键）" if isinstance(answer, dict) else ""))
     shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
     if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
@@ -205,7 +207,14 @@ def check_split_bug(answer):
     x = torch.randn(B, L, d_model)
     if not torch.equal(split_heads_buggy(x, n_heads), split_heads(x, n_heads)):
         raise Mistake(f'answer["right_anyway"] = {shape}：在这个形状上 split_heads_buggy 是错的。想一想 reshape 按内存顺序'
-                      "依次填满 (h, L, d_k)：什么时候“先填第 0 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
+                      "依次填满 (h, L, d_k)：什么时候“先填第 1 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
+
+
+@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose", listed=False)
+def check_split_bug(answer):
+    """``answer = {"right_anyway": (B, L, d_model, n_heads), "fixed": split_heads function}``: a shape with
+    n_heads >= 2 on which :func:`split_heads_buggy` happens to give the right heads, and the fixed function."""
+    _bug_answer(answer, "fixed")
     fixed = part(answer["fixed"], 'answer["fixed"]')
     try:
         check_split_heads.__wrapped__(fixed)
@@ -226,7 +235,24 @@ def _smalls(d_model: int, n_heads: int, d_k: int) -> list:
     return smalls
 
 
-@checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear")
+def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name: str, rows: str):
+    """The Linear that stacks ``n_small`` small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
+    if not isinstance(lin, nn.Linear):
+        raise Mistake(f"{where}应该返回一个 nn.Linear，却返回了 {type(lin).__name__}")
+    W, b = lin.weight, lin.bias
+    if tuple(W.shape) == (d_k, n_small * d_model) and n_small > 1:
+        raise Mistake(f"{where}{name} 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
+                      "weight 是 (out, in)，每个小 Linear 贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
+    if tuple(W.shape) != (n_small * d_k, d_model):
+        raise Mistake(f"{where}{name} 的 weight 形状应为 ({rows}, d_model) = {(n_small * d_k, d_model)}，实际是 {tuple(W.shape)}")
+    if b is None:
+        raise Mistake(f"{where}{name} 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
+    if not W.requires_grad:
+        raise Mistake(f"{name} 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+    return W, b
+
+
+@checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear", listed=False)
 def check_big_from_heads(fn):
     """``fn(smalls)``: h ``nn.Linear(d_model, d_k)`` -> one ``nn.Linear(d_model, h*d_k)`` whose output, split
     into h heads of d_k, equals the small Linears' outputs (head i = rows [i*d_k, (i+1)*d_k))."""
@@ -234,18 +260,7 @@ def check_big_from_heads(fn):
         smalls = _smalls(d_model, n_heads, d_k)
         where = f"{n_heads} 个 nn.Linear({d_model}, {d_k})"
         big = part(call(fn, list(smalls), what="你的函数"), "你的函数的返回值")
-        if not isinstance(big, nn.Linear):
-            raise Mistake(f"{where} 时应该返回一个 nn.Linear，却返回了 {type(big).__name__}")
-        W, b = big.weight, big.bias
-        if tuple(W.shape) == (d_k, n_heads * d_model) and n_heads > 1:
-            raise Mistake(f"{where} 时大 Linear 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
-                          "weight 是 (out, in)，每个头贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
-        if tuple(W.shape) != (n_heads * d_k, d_model):
-            raise Mistake(f"{where} 时大 Linear 的 weight 形状应为 (h·d_k, d_model) = {(n_heads * d_k, d_model)}，实际是 {tuple(W.shape)}")
-        if b is None:
-            raise Mistake(f"{where} 时大 Linear 没有偏置：小 Linear 都有偏置，把它们也按头的顺序接起来")
-        if not W.requires_grad:
-            raise Mistake("大 Linear 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+        W, b = _stacked_linear(big, f"{where} 时", n_heads, d_k, d_model, "大 Linear", "h·d_k")
         x = torch.randn(2, 3, d_model)
         with torch.no_grad():
             want = torch.stack([s(x) for s in smalls], dim=1)  # (B, h, L, d_k)
@@ -257,3 +272,79 @@ def check_big_from_heads(fn):
                 raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 是大 weight 的第 i 段行")
         expect_close(got, want, f"{where} 时合成的大 Linear 分头后的输出",
                      hint="大 weight = torch.cat([s.weight for s in smalls], dim=0)，bias 同理")
+
+
+# ---------------------------------------------------------------- 4.2 (reworked): the bug's shape, and the rescue
+REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L != h != d_k, L > 1
+
+
+@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose，再把算错的头救回来")
+def check_split_bug_repair(answer):
+    """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
+    :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
+    split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
+    _bug_answer(answer, "repair")
+    repair = part(answer["repair"], 'answer["repair"]')
+    for B, L, h, d_k in REPAIR_CASES:
+        x = torch.randn(B, L, h * d_k)
+        wrong = split_heads_buggy(x, h).detach().clone().requires_grad_()  # (B, h, L, d_k), its own memory
+        want = split_heads(x, h)  # (B, h, L, d_k)
+        where = f"x 的形状 {(B, L, h * d_k)}、n_heads={h} 时"
+        out = expect_tensor(call(repair, wrong, h, what='answer["repair"]'), f'{where} answer["repair"] 的返回值')
+        w = wrong.detach()
+        if tuple(out.shape) == (B, L, h, d_k) and _same(out, w.view(B, L, h, d_k)):
+            raise Mistake(f"{where}返回了 (B, L, h, d_k) = {tuple(out.shape)}：已经按 token 读回来了，还差 transpose(1, 2) "
+                          "把头轴放到 token 轴前面")
+        expect_shape(out, want.shape, f'{where} answer["repair"] 的返回值', hint="(B, h, L, d_k)，和正确分头的形状一样")
+        if _same(out, w):
+            raise Mistake(f"{where}返回的还是 wrong 本身（或者先拼回、再分头，又回到了 wrong）：wrong 的轴 1 不是真正的头。"
+                          "想一想：reshape 没有搬动任何数，wrong 和 x 在内存里的顺序完全一样")
+        if _same(out, w.transpose(1, 2).reshape(B, h, L, d_k)):
+            raise Mistake(f"{where}你把 wrong 的轴 1、2 当成了头和 token 去交换：可 wrong 的轴 1 不是头。"
+                          "先按内存顺序把它读回 (B, L, h, d_k)（每个 token 的 h 段），再 transpose")
+        expect_close(out, want, f'{where} answer["repair"] 的返回值',
+                     hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)")
+        expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')
+
+
+# ---------------------------------------------------------------- 4.3 (reworked): lecture 003's qnet/knet/vnet per head -> one packed Linear
+PACKED_CASES = [(6, 2, 3), (8, 3, 2), (4, 2, 5), (10, 1, 4)]  # (d_model, n_heads, d_k): d_k need not be d_model / h
+ROLES = ("Q", "K", "V")
+
+
+def _triples(d_model: int, n_heads: int, d_k: int) -> list:
+    return [tuple(_smalls(d_model, 3, d_k)) for _ in range(n_heads)]  # [(q_lin, k_lin, v_lin)] per head
+
+
+@checker("ch04", "4.3", "讲义 003 的每个头三个 Linear → 一个打包的大 Linear")
+def check_packed_from_heads(fn):
+    """``fn(heads)``: h triples ``(q_lin, k_lin, v_lin)`` of ``nn.Linear(d_model, d_k)`` -> one
+    ``nn.Linear(d_model, 3*h*d_k)`` whose output, cut into Q | K | V (``chunk(3, dim=-1)``) and each split into h
+    heads, gives ``heads[i][r](x)`` for role r and head i (``nn.MultiheadAttention``'s in_proj layout)."""
+    for d_model, n_heads, d_k in PACKED_CASES:
+        triples = _triples(d_model, n_heads, d_k)
+        where = f"{n_heads} 个头、每个头三个 nn.Linear({d_model}, {d_k}) 时"
+        packed = part(call(fn, [tuple(t) for t in triples], what="你的函数"), "你的函数的返回值")
+        W, b = _stacked_linear(packed, where, 3 * n_heads, d_k, d_model, "打包的 Linear", "3·h·d_k")
+        x = torch.randn(2, 3, d_model)
+        with torch.no_grad():
+            want = torch.stack([torch.stack([t[r](x) for t in triples], dim=1) for r in range(3)])  # (3, B, h, L, d_k)
+            y = F.linear(x, W, b)  # (B, L, 3 h d_k)
+            got = y.view(2, 3, 3, n_heads, d_k).permute(2, 0, 3, 1, 4)  # Q | K | V, each split into heads
+            per_head = y.view(2, 3, n_heads, 3, d_k).permute(3, 0, 2, 1, 4)  # [q_1 k_1 v_1 | q_2 k_2 v_2 | ...]
+            no_bias = torch.stack([torch.stack([x @ t[r].weight.T for t in triples], dim=1) for r in range(3)])
+            if n_heads > 1 and torch.allclose(per_head, want, atol=1e-5):
+                raise Mistake(f"{where}你按头排了 [头 1 的 Q、K、V | 头 2 的 Q、K、V | ……]；这道题要的是打包布局："
+                              "先是所有头的 Q，再是所有头的 K，最后是所有头的 V")
+            weights_only = F.linear(x, W).view(2, 3, 3, n_heads, d_k).permute(2, 0, 3, 1, 4)
+            if torch.allclose(weights_only, no_bias, atol=1e-5) and not torch.allclose(got, want, atol=1e-5):
+                raise Mistake(f"{where}weight 对了，但 bias 没有复制过来（新建的 nn.Linear 的 bias 是随机的）："
+                              "bias 要和 weight 按同样的顺序拼，再 .copy_() 进去")
+            for order in ((1, 0, 2), (0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)):
+                if torch.allclose(got, want[list(order)], atol=1e-5):
+                    raise Mistake(f"{where}Q、K、V 三份的顺序是 {'、'.join(ROLES[r] for r in order)}：应该是 Q、K、V")
+            if n_heads > 1 and torch.allclose(got, want.flip(2), atol=1e-5):
+                raise Mistake(f"{where}每一份里头的顺序反了：代码下标为 i 的头是这一份的第 i 段行")
+        for r, role in enumerate(ROLES):
+            expect_close(got[r], want[r], f"{where}打包 Linear 里 {role} 那一份分头后的输出",
+                         hint="weight = torch.cat([所有头的 q 的 weight, 所有头的 k 的 weight, 所有头的 v 的 weight], dim=0)，bias 同理")

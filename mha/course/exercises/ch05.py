@@ -3,9 +3,11 @@
 * 5.1 predict the shape of the scores ``Q K^T / sqrt(d_k)`` when L != S;
 * 5.2 predict the variance of a dot product when q has variance 4, after the usual scale, and the divisor that
   brings it to 1 (``check_dot_product_variance`` grades the earlier task, unit variances);
-* 5.3 implement scaled dot-product attention with a mask (no ``mha``, no ``F.scaled_dot_product_attention``).
+* 5.3 ``check_attention_weights``: attention with a mask that returns ``(output, weights)``, for d_v != d_k and
+  L != S, with 0/1 integer masks too, and a query that sees no key gets zero weights and a zero output.
+  The earlier task (output only, bool masks, d_v = d_k) keeps its checker ``check_attention``.
 
-Decision for 5.3 (documented in the notebook too): a query row whose keys are
+Decision for the earlier 5.3 (``check_attention``): a query row whose keys are
 *all* masked may come out as zeros (what :func:`mha.attention`
 returns) or as the plain average of the values (what the lecture's
 ``masked_fill(mask == 0, -1e9)`` gives). NaN is not accepted: it spreads through
@@ -21,9 +23,10 @@ import torch
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
 from ._core import (SDPA, Mistake, torch_mha, NotDone, as_number, as_shape, call, checker, expect_close,
-                    expect_gradients, expect_shape, expect_tensor, is_plain_tensor, is_stub)
+                    expect_gradients, expect_shape, expect_tensor, is_plain_tensor, is_stub, short_repr)
 
-__all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention", "check_dot_product_variance_scaled"]
+__all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention", "check_dot_product_variance_scaled",
+           "check_attention_weights"]
 
 
 # ---------------------------------------------------------------- 5.1
@@ -211,7 +214,7 @@ def _random_mask(B, h, L, S) -> torch.Tensor:
     return mask.scatter(-1, torch.randint(S, (B, h, L, 1)), True)
 
 
-@checker("ch05", "5.3", "实现带掩码的缩放点积注意力")
+@checker("ch05", "5.3", "实现带掩码的缩放点积注意力", listed=False)
 def check_attention(fn):
     """``fn(q, k, v, mask)`` -> output (B, h, L, d_k); mask is bool (True = may attend) or None.
 
@@ -317,3 +320,151 @@ def check_attention(fn):
     expect_shape(out, expected_shape, "q、k、v 需要梯度时的输出")
     expect_close(out, ref, "q、k、v 需要梯度时的输出")
     expect_gradients(out, {"q": q, "k": k, "v": v}, "你的 attention 函数的输出")
+
+
+# ---------------------------------------------------------------- 5.3 (reworked): d_v != d_k, weights too, 0/1 masks
+# (B, h, L, S, d_k, d_v): L != S, d_k != d_v, and sqrt(d_k) != sqrt(d_v), so every width has to be read
+# from the right tensor. The second shape changes every size, so nothing may be hard-coded.
+WEIGHTS_SHAPES = [(2, 3, 4, 6, 5, 7), (3, 2, 3, 5, 8, 2)]
+WEIGHTS_FORBID = (SDPA, torch_mha(), attention, fused_attention, masked_softmax, attention_scores)
+
+
+def _qkv_dv(B, h, L, S, d_k, d_v, requires_grad=False):
+    q, k, v = torch.randn(B, h, L, d_k) * 2.0, torch.randn(B, h, S, d_k) * 2.0, torch.randn(B, h, S, d_v)
+    return tuple(t.requires_grad_(requires_grad) for t in (q, k, v))
+
+
+def _weights_masks(B, h, L, S):
+    """``[(what, mask)]``: no mask, a padding mask with a PAD in the middle, an (L, S) causal mask, a 0/1
+    integer mask (the lecture's convention), a (B, h, L, S) mask with single fully masked queries, and a
+    sentence with no key at all."""
+    pad = torch.ones(B, 1, 1, S, dtype=torch.bool)
+    pad[0, ..., 1] = False  # a PAD in the middle of sentence 1
+    pad[1:, ..., S - 2:] = False  # the others end with two PADs
+    full = torch.rand(B, h, L, S) < 0.6
+    full[0, 0, 1] = False  # sentence 1, head 1, query 2 sees no key
+    full[-1, -1, 0] = False
+    none_at_all = pad.clone()
+    none_at_all[-1] = False  # the last sentence: every key is PAD
+    return [("不带掩码", None),
+            ("padding 掩码 (B, 1, 1, S)（句中也有 PAD）", pad),
+            ("(L, S) 因果掩码", causal_mask(L, S)),
+            ("0/1 整数掩码（1 = 可以看，0 = 挡住）", pad.long()),
+            ("(B, h, L, S) 掩码（有的 query 一个 key 也看不到）", full),
+            ("一整句都是 PAD 的掩码", none_at_all)]
+
+
+def _reference_dv(q, k, v, mask):
+    return attention(q, k, v, None if mask is None else mask.bool())  # zero weights, zero output in a blocked row
+
+
+def _two_tensors(out, where):
+    """The answer is ``(output, weights)``: two tensors (plain, finite)."""
+    if isinstance(out, torch.Tensor):
+        raise Mistake(f"{where}只返回了一个张量；这道题要返回两个：(output, weights)")
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Mistake(f"{where}应该返回 (output, weights) 两个张量，却返回了 {type(out).__name__}"
+                      + (f"（长度 {len(out)}）" if isinstance(out, (tuple, list)) else ""))
+    for name, t in zip(("output", "weights"), out):
+        if is_plain_tensor(t) and t.is_floating_point() and torch.isnan(t).any():
+            raise Mistake(f"{where}的 {name} 里有 NaN：一个 key 也看不到的 query，用 -inf 填分数时 softmax 算的是 0/0；"
+                          "用一个有限的很小的数填分数，再把被挡住的权重置为 0")
+    return expect_tensor(out[0], f"{where}的 output"), expect_tensor(out[1], f"{where}的 weights")
+
+
+def _call_dv(fn, q, k, v, mask):
+    try:
+        return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=WEIGHTS_FORBID)
+    except Mistake as m:
+        if "only supports boolean masks" in str(m) or "condition to be a boolean tensor" in str(m):
+            raise Mistake(f"{m}。提示：mask 也可以是 0/1 整数；对整数张量 ~mask 是按位取反（1 → -2），"
+                          "不是“挡住的位置”；torch.where 也只收布尔条件。写 mask == 0（或先 mask.bool()）") from None
+        raise
+
+
+def _name_weights_mistake(out, weights, q, k, v, mask, where):
+    """Name the typical mistakes, judged on the weights (and the output) of one case."""
+    d_k, d_v = q.size(-1), v.size(-1)
+    ref_out, ref_w = _reference_dv(q, k, v, mask)
+    if weights.shape == ref_out.shape and out.shape == ref_w.shape and ref_w.shape != ref_out.shape:
+        raise Mistake(f"{where}：output 和 weights 的顺序反了：先返回 output {tuple(ref_out.shape)}，再返回 weights {tuple(ref_w.shape)}")
+    expect_shape(weights, ref_w.shape, f"{where}的 weights", hint="(B, h, L, S)：每个 query 一行，每个 key 一列")
+    expect_shape(out, ref_out.shape, f"{where}的 output",
+                 hint=f"(B, h, L, S) 的权重乘 (B, h, S, d_v) 的 V，最后一维是 d_v = {d_v}，不是 d_k = {d_k}")
+    raw = q.detach() @ k.detach().transpose(-2, -1)
+    keep = None if mask is None else mask.bool()
+    for scale, message in ((math.sqrt(d_v), f"除以了 √d_v：缩放看的是 Query 和 Key 的宽度 d_k = q.size(-1) = {d_k}，"
+                                            f"不是 V 的宽度 d_v = {d_v}"),
+                           (1.0, "忘了除以 √d_k"), (float(d_k), "除以的是 d_k，应该除以 √d_k")):
+        if scale != math.sqrt(d_k) and _matches(weights, masked_softmax(raw / scale, keep)):
+            raise Mistake(f"{where}：{message}")
+    if keep is None:
+        for dim, axis in ((-2, "Query 轴"), (1, "头的轴")):
+            if _matches(weights, torch.softmax(raw / math.sqrt(d_k), dim=dim)):
+                raise Mistake(f"{where}：softmax 沿错了轴（dim={dim}，{axis}）：要沿最后一维（Key 轴，dim=-1）做，"
+                              "让每个 Query 的一行权重加起来等于 1")
+    if _matches(weights, masked_softmax(raw / math.sqrt(d_k), keep).transpose(-2, -1)) and weights.shape[-1] == weights.shape[-2]:
+        raise Mistake(f"{where}：weights 被转置了：一行属于一个 query，一列属于一个 key")
+    if keep is None:
+        return
+    blocked_rows = ~keep.expand_as(ref_w).any(dim=-1)  # (B, h, L): queries that see no key
+    if _matches(weights, masked_softmax(raw / math.sqrt(d_k), ~keep)):
+        raise Mistake(f"{where}：掩码方向反了：True（或 1）表示“可以看”，要挡住的是 False（0）的位置")
+    unmasked = torch.softmax(raw / math.sqrt(d_k), dim=-1)
+    if _matches(weights, unmasked):
+        raise Mistake(f"{where}：没有用上掩码：weights 和不带掩码时一样")
+    if _matches(weights, unmasked.masked_fill(~keep, 0.0)):
+        raise Mistake(f"{where}：在 softmax 之后才挡：被挡住的权重是 0 了，可剩下的一行加起来不到 1；"
+                      "要在 softmax 之前把被挡住的分数换成一个很小的数")
+    if blocked_rows.any():
+        real = ~blocked_rows
+        w_rows, ref_rows = weights.detach().double(), ref_w.detach().double()
+        got = w_rows[blocked_rows]
+        if torch.allclose(w_rows[real], ref_rows[real], atol=1e-4) and not torch.equal(got, torch.zeros_like(got)):
+            if torch.isnan(got).any():
+                raise Mistake(f"{where}：一个 key 也看不到的 query，权重成了 NaN（用 -inf 填分数时 softmax 算的是 0/0）")
+            if torch.allclose(got, torch.full_like(got, 1.0 / got.shape[-1]), atol=1e-4):
+                raise Mistake(f"{where}：一个 key 也看不到的 query，权重平均分给了 S = {got.shape[-1]} 个 key"
+                              "（用 -1e9 填分数就是这个结果）；这道题要求这一行的权重全是 0、输出也全是 0")
+            raise Mistake(f"{where}：一个 key 也看不到的 query，权重应该全是 0（输出也全是 0），"
+                          f"你的是 {short_repr([round(x, 3) for x in got[0].tolist()])}")
+
+
+@checker("ch05", "5.3", "带掩码的注意力：d_v ≠ d_k，同时返回权重")
+def check_attention_weights(fn):
+    """``fn(q, k, v, mask=None) -> (output, weights)``: q (B, h, L, d_k), k (B, h, S, d_k), v (B, h, S, d_v);
+    mask None or broadcastable to (B, h, L, S), bool or 0/1 integers, True / 1 = may attend. A query that sees
+    no key gets zero weights and a zero output (never NaN). Gradients reach q, k and v with the right values.
+
+    Forbidden (the prompt names them): ``mha.attention`` (alias ``scaled_dot_product_attention``),
+    ``mha.attention_scores``, ``mha.masked_softmax``, ``mha.fused_attention``, torch functions whose name
+    contains ``attention`` and ``nn.MultiheadAttention``.
+    """
+    for shape in WEIGHTS_SHAPES:
+        B, h, L, S, d_k, d_v = shape
+        q, k, v = _qkv_dv(*shape)
+        for what, mask in _weights_masks(B, h, L, S):
+            where = f"(B, h, L, S, d_k, d_v) = {shape}、{what}时"
+            got = _call_dv(fn, q, k, v, mask)
+            out, weights = _two_tensors(got, where)
+            _name_weights_mistake(out, weights, q, k, v, mask, where)
+            ref_out, ref_w = _reference_dv(q, k, v, mask)
+            expect_close(weights, ref_w, f"{where}的 weights", hint="softmax(Q Kᵀ / √d_k)，被挡住的位置恰好是 0")
+            expect_close(out, ref_out, f"{where}的 output", hint="output = weights @ V")
+
+    # a layer trains through attention: the gradients reach q, k and v, with the reference's values
+    shape = WEIGHTS_SHAPES[0]
+    q, k, v = _qkv_dv(*shape, requires_grad=True)
+    mask = _weights_masks(*shape[:4])[4][1]  # with fully masked queries: their gradients must be finite too
+    where = "q、k、v 需要梯度时"
+    out, weights = _two_tensors(_call_dv(fn, q, k, v, mask), where)
+    ref_out, ref_w = _reference_dv(q, k, v, mask)
+    expect_close(out, ref_out, f"{where}的 output")
+    expect_gradients(out, {"q": q, "k": k, "v": v}, "你的 attention 函数的 output")
+    g_out, g_w = torch.randn_like(ref_out), torch.randn_like(ref_w)
+    grads = torch.autograd.grad((out * g_out).sum() + (weights * g_w).sum(), (q, k, v), allow_unused=True)
+    want = torch.autograd.grad((ref_out * g_out).sum() + (ref_w * g_w).sum(), (q, k, v))
+    for name, g, w in zip("qkv", grads, want):
+        if g is None:
+            raise Mistake(f"梯度传不到 {name}：output 或 weights 和 {name} 断开了（.detach()、no_grad 或重新建的张量？）")
+        expect_close(g, w, f"{name} 的梯度", hint="weights 和 output 都要留在计算图里，用 masked_fill 而不是原地赋值")

@@ -17,7 +17,8 @@ from mha.steps import merge_heads, split_heads
 from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub)
 
-__all__ = ["check_concat_shapes", "check_merge_bug", "check_swap_heads", "check_merge_heads", "check_head_from_concat"]
+__all__ = ["check_concat_shapes", "check_merge_bug", "check_merge_bug_repair", "check_swap_heads", "check_merge_heads",
+           "check_head_from_concat"]
 
 # ---------------------------------------------------------------- 6.1
 CONCAT_CASE = (3, 4, 5, 16)  # heads: (B, h, L, d_k)
@@ -61,10 +62,11 @@ def check_concat_shapes(answer):
 MERGE_CASES = [(1, 2, 3, 4), (2, 4, 5, 3), (3, 3, 2, 5)]  # (B, h, L, d_k): h != d_k, L > 1
 
 
-def call_merge(fn, x, what):
-    """Call the student's merge (no ``mha``); a ``view`` on a non-contiguous tensor is named as such."""
+def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
+    """Call the student's merge (no ``mha.merge_heads`` unless ``forbid`` says otherwise); a ``view`` on a
+    non-contiguous tensor is named as such."""
     try:
-        return call(fn, x, what=what, forbid=(merge_heads,))
+        return call(fn, x, *more, what=what, forbid=forbid)
     except Mistake as m:
         if "view size is not compatible" in str(m):
             raise Mistake("忘了 .contiguous()：transpose 之后张量在内存里不再连续，直接 .view 会报错；"
@@ -174,14 +176,13 @@ def _properties_that_fail(merge) -> set:
     return fails
 
 
-@checker("ch06", "6.2", "找 bug：merge_heads 少了 transpose")
-def check_merge_bug(answer):
-    """``answer = {"fails": [property keys], "fixed": merge_heads function}``: which of :data:`PROPERTIES`
-    :func:`merge_heads_buggy` breaks, and the fixed function."""
+def _fails_answer(answer, second: str) -> None:
+    """The answer is a dict with ``"fails"`` and ``second``; ``"fails"`` names exactly the properties of
+    :data:`PROPERTIES` that :func:`merge_heads_buggy` breaks."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, dict) or not {"fails", "fixed"} <= set(answer):
-        raise Mistake('答案应该是字典 {"fails": [...], "fixed": 函数}' + ("，缺少键" if isinstance(answer, dict) else
+    if not isinstance(answer, dict) or not {"fails", second} <= set(answer):
+        raise Mistake(f'答案应该是字典 {{"fails": [...], "{second}": 函数}}' + ("，缺少键" if isinstance(answer, dict) else
                                                                          f"，却收到了 {type(answer).__name__}"))
     fails = answer["fails"]
     if fails is Ellipsis:
@@ -199,6 +200,13 @@ def check_merge_bug(answer):
         raise Mistake(f"“{PROPERTIES[key]}”其实成立：{'形状总是对的，所以这个 bug 很难发现' if key == 'shape' else '只是换了位置，数还是那些数' if key == 'same_numbers' else '再试一试'}")
     for key in sorted(truth - said):
         raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
+
+
+@checker("ch06", "6.2", "找 bug：merge_heads 少了 transpose", listed=False)
+def check_merge_bug(answer):
+    """``answer = {"fails": [property keys], "fixed": merge_heads function}``: which of :data:`PROPERTIES`
+    :func:`merge_heads_buggy` breaks, and the fixed function."""
+    _fails_answer(answer, "fixed")
     fixed = answer["fixed"]
     if fixed is Ellipsis:
         raise NotDone()
@@ -243,3 +251,35 @@ def check_swap_heads(fn):
             raise Mistake(f"{where} 时两个头变成了同一个：先把一段复制过去，再复制回来时读到的已经是被覆盖的值；"
                           "先 clone 一份原来的头 i（或一次性用索引 [j, i] 取出）再交换")
         raise Mistake(f"{where} 时结果不对：头 i 的 d_k 列和头 j 的 d_k 列要互换，别的列不动")
+
+
+# ---------------------------------------------------------------- 6.2 (reworked): which properties fail, and the rescue
+REPAIR_CASES = [(1, 2, 3, 4), (2, 4, 5, 3), (3, 3, 2, 5)]  # (B, h, L, d_k): h != d_k, L > 1, L != h
+
+
+@checker("ch06", "6.2", "找 bug：merge_heads 少了 transpose，再把拼错的结果救回来")
+def check_merge_bug_repair(answer):
+    """``answer = {"fails": [property keys], "repair": fn}``: which of :data:`PROPERTIES` :func:`merge_heads_buggy`
+    breaks, and ``fn(wrong, n_heads)`` that turns ``wrong = merge_heads_buggy(heads)`` (B, L, h·d_k) into the right
+    Concat ``merge_heads(heads)`` without the heads."""
+    _fails_answer(answer, "repair")
+    repair = answer["repair"]
+    if repair is Ellipsis:
+        raise NotDone()
+    for B, h, L, d_k in REPAIR_CASES:
+        heads = torch.randn(B, h, L, d_k)
+        wrong = merge_heads_buggy(heads).detach().clone().requires_grad_()  # (B, L, h·d_k), its own memory
+        want = merge_heads(heads)  # (B, L, h·d_k)
+        where = f"heads 的形状 {(B, h, L, d_k)} 时"
+        out = expect_tensor(call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), f'{where} answer["repair"] 的返回值')
+        w = wrong.detach()
+        expect_shape(out, want.shape, f'{where} answer["repair"] 的返回值', hint="(B, L, h·d_k)，和正确 Concat 的形状一样")
+        if _same(out, w):
+            raise Mistake(f"{where}返回的还是 wrong 本身（或者先分头、再拼回，又回到了 wrong）：wrong 的一行不是一个 token。"
+                          "想一想：reshape 没有搬动任何数，wrong 在内存里还是 heads 的顺序")
+        if _same(out, w.view(B, L, h, d_k).transpose(1, 2).reshape(B, L, h * d_k)):
+            raise Mistake(f"{where}你把 wrong 读成了 (B, L, h, d_k)：可 wrong 的数在内存里是 heads 的顺序 (B, h, L, d_k)，"
+                          "要按这个顺序读回来，再做正确的 Concat")
+        expect_close(out, want, f'{where} answer["repair"] 的返回值',
+                     hint="wrong 的数在内存里还是 heads 的顺序：view 成 (B, h, L, d_k)，再 transpose(1, 2) 后合并最后两维")
+        expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')

@@ -46,10 +46,11 @@ def _matrix(ax, n_heads, n_tokens, tokens, d_k, y0):
         for hd in range(n_heads):
             ax.add_patch(Rectangle((hd, y0 + n_tokens - 1 - r), 1, 1, facecolor=_shade(hd, r, n_tokens),
                                    edgecolor="white", lw=1.5))
-            ax.text(hd + 0.5, y0 + n_tokens - 0.5 - r, f"{r + 1}", ha="center", va="center", fontsize=10)
-        ax.text(-0.15, y0 + n_tokens - 0.5 - r, f"{r + 1} {tokens[r]}", ha="right", va="center", fontsize=10)
+            ax.text(hd + 0.5, y0 + n_tokens - 0.5 - r, f"{r + 1}", ha="center", va="center", fontsize=11)
+        ax.text(-0.15, y0 + n_tokens - 0.5 - r, f"{r + 1} {tokens[r]}", ha="right", va="center", fontsize=11)
     for hd in range(n_heads):
-        ax.text(hd + 0.5, y0 - 0.35, f"{hd + 1}", ha="center", va="center", fontsize=10, color=head_color(hd))
+        ax.text(hd + 0.5, y0 - 0.35, f"{hd + 1}", ha="center", va="center", fontsize=11, color=head_color(hd))
+    ax.text(-0.15, y0 - 0.35, "头", ha="right", va="center", fontsize=11)
 
 
 def _blocks(ax, layout, n_tokens, y0, x_step):
@@ -58,8 +59,8 @@ def _blocks(ax, layout, n_tokens, y0, x_step):
         for r, (hd, tok) in enumerate(rows):
             ax.add_patch(Rectangle((x0, y0 + n_tokens - 1 - r), 1, 1, facecolor=_shade(hd, tok, n_tokens),
                                    edgecolor="white", lw=1.5))
-            ax.text(x0 + 0.5, y0 + n_tokens - 0.5 - r, f"{tok + 1}", ha="center", va="center", fontsize=10)
-        ax.text(x0 + 0.5, y0 + n_tokens + 0.3, f"头{i + 1}", ha="center", va="center", fontsize=10,
+            ax.text(x0 + 0.5, y0 + n_tokens - 0.5 - r, f"{tok + 1}", ha="center", va="center", fontsize=11)
+        ax.text(x0 + 0.5, y0 + n_tokens + 0.3, f"头{i + 1}", ha="center", va="center", fontsize=11,
                 color=head_color(i))
 
 
@@ -68,7 +69,8 @@ def plot_head_split(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tok
 
     Top: the projected (L, d_model) matrix of one sentence; a column strip per head (its colour),
     rows shaded by token and numbered 1..L (the token labels sit on the left). Middle: view + transpose, one (L, d_k) block per head holding every token.
-    Bottom (``wrong=True``): a plain reshape to (h, L, d_k), whose blocks mix tokens.
+    Bottom (``wrong=True``): a plain reshape to (h, L, d_k), whose blocks take the next L pieces of memory
+    (one token's pieces when L <= h, pieces of several tokens otherwise).
 
     Returns:
         The matplotlib ``Figure``.
@@ -88,7 +90,7 @@ def plot_head_split(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tok
             "每个头拿到每个 token", ha="center", fontsize=10.5)
     if wrong:
         _blocks(ax, split_layout(n_heads, n_tokens, transpose=False), n_tokens, top - 2 * gap, x_step)
-        ax.text(width / 2, top - 2 * gap + n_tokens + 0.85, "直接 reshape（错误）：一个头里混进别的 token",
+        ax.text(width / 2, top - 2 * gap + n_tokens + 0.85, f"直接 reshape（错误）：每个头拿到的不是每个 token 的那 {d_k} 列",
                 ha="center", fontsize=10.5, color="#c0392b")
     ax.set_xlim(-0.2 - 0.22 * max(len(t) + 2 for t in tokens), width + 0.2)
     ax.set_ylim(top - (parts - 1) * gap - 0.2, top + n_tokens + 0.9)
@@ -98,7 +100,8 @@ def plot_head_split(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tok
 
 
 def plot_concat(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tokens=None):
-    """The split read backwards: (h, L, d_k) blocks -> transpose -> (L, h d_k), row t = [head_1[t] | ... | head_h[t]].
+    """The split read backwards: (h, L, d_k) blocks -> transpose -> (L, h d_k), row t = [head_1[t] | ... | head_h[t]];
+    the coloured numbers under the bottom matrix are the heads.
 
     Returns:
         The matplotlib ``Figure``.
@@ -109,10 +112,10 @@ def plot_concat(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tokens=
     fig, ax = plt.subplots(figsize=(5.4, 0.8 + 2 * (0.36 * n_tokens + 0.9)))
     gap = n_tokens + 2.0
     _blocks(ax, split_layout(n_heads, n_tokens), n_tokens, gap, x_step)
-    ax.text(width / 2, gap + n_tokens + 0.85, f"每个头的输出 head_i：(h, L, d_k) = ({n_heads}, {n_tokens}, {d_k})",
+    ax.text(width / 2, gap + n_tokens + 0.85, f"{n_heads} 个头的输出：(h, L, d_k) = ({n_heads}, {n_tokens}, {d_k})",
             ha="center", fontsize=10.5)
     _matrix(ax, n_heads, n_tokens, tokens, d_k, 0)
-    ax.text(width / 2, n_tokens + 0.45, f"transpose + reshape → Concat (L, h·d_k) = ({n_tokens}, {d_model})",
+    ax.text(width / 2, n_tokens + 0.45, f"transpose → contiguous → view：(L, h·d_k) = ({n_tokens}, {d_model})",
             ha="center", fontsize=10.5)
     ax.set_xlim(-0.2 - 0.22 * max(len(t) + 2 for t in tokens), width + 0.2)
     ax.set_ylim(-0.7, gap + n_tokens + 1.1)
