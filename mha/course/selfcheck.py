@@ -535,7 +535,7 @@ def bundles(exercise_id: str) -> list:
         drawn.group(1), mine)
     page["text/plain"] = f"网页自测：练习 {exercise_id}（{len(questions(exercise_id))} 道题，在网页上或运行这一格后作答）"
     script["application/javascript"] = _in_chinese(script["application/javascript"].replace(drawn.group(1), mine))
-    script["text/plain"] = f"jupyterquiz {jupyterquiz.__version__}"
+    script.pop("text/plain", None)  # where scripts do not run, the page bundle's text already says what this is
     return [page, script]
 
 
