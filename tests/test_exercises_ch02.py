@@ -332,7 +332,15 @@ def _fitted(k, d_model):  # least squares on the table: the named shortcut
     return torch.linalg.lstsq(pe[20:40], pe[20 + k:40 + k]).solution
 
 
-RIGHT_2_1_SHIFT = answers_for(check_pe_shift_matrix, [shift_solution, _block_diag,
+def _numpy_shift(k, d_model):
+    M = np.zeros((d_model, d_model))
+    for i in range(d_model // 2):
+        a = k / 10000 ** (2 * i / d_model)
+        M[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    return M
+
+
+RIGHT_2_1_SHIFT = answers_for(check_pe_shift_matrix, [shift_solution, _block_diag, _numpy_shift,
                                                       lambda k, d: shift_solution(k, d).double()])
 
 WRONG_2_1_SHIFT = mistakes_for(check_pe_shift_matrix, [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
@@ -441,9 +442,11 @@ def check_pe_shift_matrix(fn):
     """``fn(k, d_model) -> (d_model, d_model)`` tensor M with ``PE[pos + k] = PE[pos] @ M`` for every position."""
     for k, d_model in SHIFT_CASES:
         what = f"pe_shift_matrix({k}, {d_model})"
-        out = expect_tensor(call(fn, k, d_model, what="pe_shift_matrix", forbid=FIT,
-                                 shortcut_hint="这道题要你用三角公式写出 M，而不是从位置编码表里拟合（最小二乘、求逆、解方程）"),
-                            what)
+        out = call(fn, k, d_model, what="pe_shift_matrix", forbid=FIT,
+                   shortcut_hint="这道题要你用三角公式写出 M，而不是从位置编码表里拟合（最小二乘、求逆、解方程）")
+        if isinstance(out, np.ndarray) and out.dtype.kind in "iuf":  # numpy's cos and sin are as good
+            out = torch.from_numpy(out.copy())
+        out = expect_tensor(out, what)
         if not out.is_floating_point():
             raise Mistake(f"{what} 的 dtype 是 {out.dtype}；cos、sin 是小数，要用浮点张量")
         if tuple(out.shape) == (2, 2):
