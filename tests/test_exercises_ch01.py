@@ -56,7 +56,8 @@ WRONG_1_2 = mistakes_for(check_changed_positions_cross, [
     ({"change_kv": [0, 1, 2, 3], "change_q": [0, 1, 2, 3]}, "只影响它自己那一行"),
     ({"change_kv": [0, 1, 2, 3], "change_q": []}, "它的输出会变"),
     ({"change_kv": [0, 1], "change_q": [1]}, 'answer["change_kv"]'),
-    ({"change_kv": [0, 1, 2, 3], "change_q": [2]}, 'answer["change_q"]'),
+    ({"change_kv": [1, 2, 3, 4], "change_q": [2]}, "从 1 开始数"),
+    ({"change_kv": [0, 1, 2, 3], "change_q": [2]}, ['answer["change_q"]', "从 1 开始数"]),
     ({"change_kv": None, "change_q": [1]}, "是 None"),
     ({"change_kv": [0, 1, 2, 3]}, "缺少键"),
     ({"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}, "缺少键"),  # the old task's answer
@@ -247,6 +248,8 @@ WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
     (_experiment(feature=0), "一个特征维"),
     (_experiment(threshold=1e-3), "1e-6"),
     (_experiment(rows=0), "只改了第一句话"),
+    (_experiment(reduce=lambda d: d[0].abs().amax(dim=1) > 1e-6), "只比较了第一句的输出"),
+    (_experiment(reduce=lambda d: d[..., 0].abs().amax(dim=0) > 1e-6), "只比较了输出的一个特征维"),
     (_experiment(reduce=lambda d: d.sum(dim=(0, 2)).abs() > 1e-6), "正负号"),
     (_experiment(reduce=lambda d: d.amax(dim=(0, 2)) > 1e-6), "没有取绝对值"),
     (_experiment(reduce=lambda d: torch.zeros(d.shape[1], dtype=torch.bool)), "没改到"),

@@ -350,7 +350,10 @@ WRONG_2_1_SHIFT = mistakes_for(check_pe_shift_matrix, [
     (_shift_variant(omega=lambda i, d: 1 / 10000 ** (i / d)), "2i/d_model"),
     (lambda k, d: torch.eye(d), "单位矩阵"),
     (lambda k, d: shift_solution(k, 2), "(2, 2)"),
-    (lambda k, d: shift_solution(k, d) * 2, "PE[0] @ M"),
+    (lambda k, d: shift_solution(k, d) * 2, ["第 2 行第 2 列", "应为 1，你的是 2"]),
+    (lambda k, d: np.linalg.lstsq(sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20:40].numpy(),
+                                  sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20 + k:40 + k].numpy(),
+                                  rcond=None)[0], "应为"),  # a numpy fit: not the formula's M off the blocks
     (_fitted, ["torch.linalg_lstsq", "拟合"]),
     (lambda k, d: torch.linalg.pinv(torch.eye(d)), "torch.linalg_pinv"),
     (lambda k, d: shift_solution(k, d).long(), "dtype"),
@@ -410,6 +413,17 @@ def _stack_mutating(enc_layers, dec_layers, enc_x, dec_x, masks):
     return stack_solution(enc_layers, dec_layers, enc_x, dec_x, masks)
 
 
+def _stack_swapped_cross(enc_layers, dec_layers, enc_x, dec_x, masks):  # the encoder asks, the decoder answers
+    h = enc_x
+    for block in enc_layers:
+        h = block(h, h, h, masks["src_padding"])
+    y = dec_x
+    for self_attn, cross_attn in dec_layers:
+        y = self_attn(y, y, y, masks["tgt_padding"] & masks["causal"])
+        y = cross_attn(h, y, y, masks["src_padding"])
+    return y
+
+
 RIGHT_2_3_STACK = answers_for(check_run_stack, [stack_solution, _stack_keywords])
 
 WRONG_2_3_STACK = mistakes_for(check_run_stack, [
@@ -425,8 +439,10 @@ WRONG_2_3_STACK = mistakes_for(check_run_stack, [
     (_stack(enc_mask=lambda m: None), "编码器自注意力没有用 padding 掩码"),
     (_stack(residual=True), "残差连接"),
     (_stack(enc_mask=lambda m: m["causal"]), "cannot broadcast"),
-    (_stack(cross_mask=lambda m: m["tgt_padding"]), "cannot broadcast"),
+    (_stack(cross_mask=lambda m: m["tgt_padding"]), ["交叉注意力块的输入不对", "cannot broadcast"]),
+    (_stack(enc_mask=lambda m: m["causal"]), "编码器自注意力块的输入不对"),
     (_stack_mutating, "原地改动了传进来的参数 masks"),
+    (_stack_swapped_cross, ["交叉注意力块的输入不对", "Key = Value 是编码器最后一层的输出"]),
     (lambda e, d, ex, dx, m: ex, "编码器那边的形状"),
     (lambda e, d, ex, dx, m: dx[:, :1], "形状应该是"),
     (lambda e, d, ex, dx, m: dx, "数值不对"),

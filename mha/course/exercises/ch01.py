@@ -192,12 +192,15 @@ def check_changed_positions_cross(answer):
     L, S = CROSS_POSITIONS_QUESTION["L"], CROSS_POSITIONS_QUESTION["S"]
     k_kv, k_q = CROSS_POSITIONS_QUESTION["kv_changed"], CROSS_POSITIONS_QUESTION["q_changed"]
     got = position_lists(answer, ("change_kv", "change_q"))
+    kv_truth = cross_changed_positions("kv", L, S, k_kv)
+    q_truth = cross_changed_positions("q", L, S, k_q)
+    for key, truth in (("change_kv", kv_truth), ("change_q", q_truth)):
+        if got[key] == [p + 1 for p in truth]:
+            raise Mistake(f'answer["{key}"] = {got[key]}：位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的')
     for key, positions in got.items():
         if any(p < 0 or p >= L for p in positions):
             raise Mistake(f'answer["{key}"] = {positions} 超出了范围：输出的位置跟着 Query 走，只有 L = {L} 个（0 到 {L - 1}）；'
                           f"Key/Value 的 S = {S} 个位置不是输出的位置")
-    kv_truth = cross_changed_positions("kv", L, S, k_kv)
-    q_truth = cross_changed_positions("q", L, S, k_q)
     kv, q = got["change_kv"], got["change_q"]
     if kv == [k_kv]:
         raise Mistake(f"把 Key/Value 的位置 {k_kv} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
@@ -317,12 +320,13 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
     one_feature = x.clone()
     one_feature[:, k, 0] = one_feature[:, k, 0] + 1
     yield (_positions(_outputs(f, x, one_feature).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了 token 的一个特征维（x2[:, k, 0]）：这里的 f 恰好不看第 0 个特征；"
-           "要给整个 token 的每个特征都加 1：x2[:, k] = x2[:, k] + 1")
+           "看起来你只改了 token 的一个特征维（x2[:, k, 0]），或者只比较了输出的一个特征维：这里的 f 恰好不看第 0 个特征；"
+           "要给整个 token 的每个特征都加 1（x2[:, k] = x2[:, k] + 1），再比较输出的每一维")
     yield (_positions(delta.abs().amax(dim=(0, 2)) > 1e-3),
            "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6")
     yield (_positions(_outputs(f, x, _plus_one(x, k, rows=0)).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了第一句话（x2[0, k]）；要改每一句话的位置 k：x2[:, k]")
+           "看起来你只改了第一句话（x2[0, k]），或者只比较了第一句的输出（delta[0]）；要改每一句话的位置 k（x2[:, k]），"
+           "再比较每一句的输出")
     for moved in (delta.sum(dim=(0, 2)).abs() > THRESHOLD, delta.sum(dim=2).abs().amax(dim=0) > THRESHOLD,
                   delta.sum(dim=0).abs().amax(dim=1) > THRESHOLD, delta.sum(dim=(0, 2)) != 0):
         yield _positions(moved), SIGNED

@@ -469,11 +469,10 @@ def check_pe_shift_matrix(fn):
             raise Mistake(f"{what}：频率的指数用了 i/d_model，应为 2i/d_model（i 是第几对维度）")
         if _close(got, torch.eye(d_model, dtype=torch.float64)) and k:
             raise Mistake(f"{what} 是单位矩阵：那样 PE[pos] @ M 还是 PE[pos]，没有挪动位置")
-        pe = sinusoidal_positional_encoding(abs(k) + 4, d_model, dtype=torch.float64)  # rows 0 .. |k| + 3
-        start = abs(k) if k < 0 else 0
-        gap = (pe[start] @ got - pe[start + k]).abs().max().item()
-        raise Mistake(f"{what} 不对：用它算 PE[{start}] @ M，和 PE[{start + k}] 最多差 {gap:.3g}。"
-                      "提示：sin(a + b) = sin a cos b + cos a sin b，cos(a + b) = cos a cos b − sin a sin b，"
+        r, c = divmod(int((got - truth).abs().argmax()), d_model)
+        raise Mistake(f"{what} 不对：第 {r} 行第 {c} 列（从 0 数）应为 {truth[r, c].item():.4g}，你的是 {got[r, c].item():.4g}"
+                      + ("（对角线上每个 2×2 小块之外都应是 0）。" if r // 2 != c // 2 else "。")
+                      + "提示：sin(a + b) = sin a cos b + cos a sin b，cos(a + b) = cos a cos b − sin a sin b，"
                       "每一对维度 (2i, 2i+1) 只和自己这一对有关")
 
 
@@ -541,8 +540,9 @@ class ResidualBlock(torch.nn.Module):
     mistake would show in the decoder's output.
     """
 
-    def __init__(self, d_model: int, n_heads: int = 2):
+    def __init__(self, d_model: int, n_heads: int = 2, role: str = "encoder"):
         super().__init__()
+        self.role = role
         from mha.layer import MultiHeadAttention
 
         self.attn = MultiHeadAttention(d_model, n_heads).eval()
@@ -551,7 +551,18 @@ class ResidualBlock(torch.nn.Module):
             self.attn.W_k.weight.mul_(SHARP)
 
     def forward(self, query, key, value, mask=None):
-        return query + self.attn(query, key, value, mask)
+        try:
+            return query + self.attn(query, key, value, mask)
+        except (ValueError, RuntimeError, TypeError) as e:  # a wrong input or mask: say which block and what it takes
+            raise type(e)(f"{BLOCK_ROLES[self.role]}（{e}）") from None
+
+
+BLOCK_ROLES = {
+    "encoder": "编码器自注意力块的输入不对：Q = K = V 是编码器这一侧上一层的输出（第 1 层是 enc_x），掩码是 src_padding",
+    "decoder": "解码器掩码自注意力块的输入不对：Q = K = V 是解码器这一侧上一层的输出（第 1 层是 dec_x），"
+               "掩码是 tgt_padding & causal",
+    "cross": "交叉注意力块的输入不对：Query 是本层掩码自注意力的输出，Key = Value 是编码器最后一层的输出，掩码是 src_padding",
+}
 
 
 SHARP = 3.0
@@ -559,8 +570,8 @@ SHARP = 3.0
 
 def stack_case(n_layers, B, S, L, d_model, src_rows, tgt_lengths):
     """Random blocks, inputs and masks for one check of 2.3 (True = may attend)."""
-    enc_layers = [ResidualBlock(d_model) for _ in range(n_layers)]
-    dec_layers = [(ResidualBlock(d_model), ResidualBlock(d_model)) for _ in range(n_layers)]
+    enc_layers = [ResidualBlock(d_model, role="encoder") for _ in range(n_layers)]
+    dec_layers = [(ResidualBlock(d_model, role="decoder"), ResidualBlock(d_model, role="cross")) for _ in range(n_layers)]
     masks = {"src_padding": torch.tensor(src_rows, dtype=torch.bool)[:, None, None, :],  # (B, 1, 1, S)
              "tgt_padding": (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :],  # (B, 1, 1, L)
              "causal": torch.ones(L, L, dtype=torch.bool).tril()}  # (L, L)
