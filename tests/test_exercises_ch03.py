@@ -284,6 +284,7 @@ WRONG_NEW = mistakes_for(check_cross_projection_shapes, [
     (lambda d, h, dk, dv, b: general_count_ref(d, 1, dk, dv, b), "只数了一个头"),
     (lambda d, h, dk, dv, b: general_count_ref(d, h, dk, dv, False), "忘了偏置"),
     (lambda d, h, dk, dv, b: sum(p.numel() for p in nn.Linear(d, h * dk).parameters()), "不要创建任何 nn.Module"),
+    (lambda d, h, dk, dv, b: 2 * (d * h * dk + h * dk) + (d * h * dv + h * dv) + (h * dv * d + d), "bias=False 时"),
 ]) + mistakes_for(check_project_packed, [
     (lambda x, W, b: tuple(reversed(packed_ref(x, W, b))), "第 2 块"),
     (lambda x, W, b: tuple(x @ w + (0 if b is None else bb) for w, bb in zip(W.chunk(3), (b.chunk(3) if b is not None else (0,) * 3))),

@@ -233,6 +233,8 @@ def check_count_parameters_general(fn):
                 raise Mistake(f"{args} 时你答 {got}：只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维")
             if bias and got == _general_count(d, h, d_k, d_v, False):
                 raise Mistake(f"{args} 时你答 {got}：bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数")
+            if not bias and got == _general_count(d, h, d_k, d_v, True):
+                raise Mistake(f"{args} 时你答 {got}：把偏置也数进去了；bias=False 时四个 Linear 都没有偏置，只数权重。应为 {want}")
             if bias and got == _general_count(d, h, d_k, d_v, False) + h * d_k * 2 + h * d_v + h * d_v:
                 raise Mistake(f"{args} 时你答 {got}：W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")
             raise Mistake(f"{args} 时你答 {got}，应为 {want}：每个 nn.Linear(in, out) 有 in·out 个权重"
