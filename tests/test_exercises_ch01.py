@@ -5,14 +5,15 @@ import numpy as np
 import torch
 
 from mha.exercises import (check_changed_positions, check_changed_positions_cross, check_changed_positions_fn,
-                           check_output_shape, check_output_shape_cross)
+                           check_dependency_matrix, check_output_shape, check_output_shape_cross)
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)
 
 
 def test_summary_records_attempts(capsys):
-    res = recorded(capsys, "ch01", (check_output_shape_cross, (2, 7, 12)), (check_changed_positions_fn, None),
-                   (check_output_shape, (2, 7, 12)))  # the replaced exercise's checker grades, out of the summary
+    res = recorded(capsys, "ch01", (check_output_shape_cross, (2, 7, 12)), (check_dependency_matrix, None),
+                   (check_output_shape, (2, 7, 12)), (check_changed_positions_fn, changed_positions_solution))
+    # the replaced exercises' checkers grade, out of the summary
     assert res["1.1"] == "pass" and res["1.3"] == "todo"
     assert set(res) == {"1.1", "1.2", "1.3"}
 
@@ -55,7 +56,8 @@ WRONG_1_2 = mistakes_for(check_changed_positions_cross, [
     ({"change_kv": [0, 1, 2, 3], "change_q": [0, 1, 2, 3]}, "只影响它自己那一行"),
     ({"change_kv": [0, 1, 2, 3], "change_q": []}, "它的输出会变"),
     ({"change_kv": [0, 1], "change_q": [1]}, 'answer["change_kv"]'),
-    ({"change_kv": [0, 1, 2, 3], "change_q": [2]}, 'answer["change_q"]'),
+    ({"change_kv": [1, 2, 3, 4], "change_q": [2]}, "从 1 开始数"),
+    ({"change_kv": [0, 1, 2, 3], "change_q": [2]}, ['answer["change_q"]', "从 1 开始数"]),
     ({"change_kv": None, "change_q": [1]}, "是 None"),
     ({"change_kv": [0, 1, 2, 3]}, "缺少键"),
     ({"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}, "缺少键"),  # the old task's answer
@@ -193,6 +195,75 @@ WRONG_1_3 = mistakes_for(check_changed_positions_fn, [
     (42, "应该是一个函数"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3, OLD_1_1, OLD_1_2)
+
+
+# ---------------------------------------------------------------- 1.3 the dependency matrix (every k at once)
+def _experiment(bump=lambda t: t + 1.0, rows=slice(None), feature=slice(None), reduce=None, threshold=1e-6):
+    """The dependency matrix by the chapter's experiment, one column per input position k; the keyword
+    arguments make the typical wrong experiments."""
+    reduce = reduce or (lambda d: d.abs().amax(dim=(0, 2)) > threshold)
+
+    def dependency(f, x):
+        L = x.shape[1]
+        D = torch.zeros(L, L, dtype=torch.bool)
+        for k in range(L):
+            x2 = x.clone()
+            x2[rows, k, feature] = bump(x2[rows, k, feature])
+            with torch.no_grad():
+                D[:, k] = reduce(f(x2) - f(x))
+        return D
+    return dependency
+
+
+def _jacobian(f, x):  # another honest way: where the Jacobian is not zero
+    J = torch.autograd.functional.jacobian(f, x)  # (B, L, d, B, L, d)
+    return J.abs().amax(dim=(0, 2, 3, 5)) > 1e-6
+
+
+def _by_old_function(f, x):  # the chapter-1 experiment as a function, once per k; rows as a list of 0/1
+    columns = [changed_positions_solution(f, x, k) for k in range(x.shape[1])]
+    return [[int(j in columns[k]) for k in range(x.shape[1])] for j in range(x.shape[1])]
+
+
+RIGHT_1_3_MATRIX = answers_for(check_dependency_matrix, [
+    _experiment(), _jacobian, _by_old_function, lambda f, x: _experiment()(f, x).numpy(),
+    lambda f, x: _experiment()(f, x).float(),
+])
+
+
+def _mutating(f, x):
+    L = x.shape[1]
+    y = f(x).detach().clone()
+    D = torch.zeros(L, L, dtype=torch.bool)
+    for k in range(L):
+        x[:, k] += 1.0  # changes the caller's x
+        D[:, k] = (f(x) - y).detach().abs().amax(dim=(0, 2)) > 1e-6
+    return D
+
+
+WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
+    (lambda f, x: _experiment()(f, x).T, "行和列放反了"),
+    (_experiment(bump=lambda t: torch.ones_like(t)), "设成了 1"),
+    (_experiment(bump=lambda t: 2 * t), "乘了 2"),
+    (_experiment(feature=0), "一个特征维"),
+    (_experiment(threshold=1e-3), "1e-6"),
+    (_experiment(rows=0), "只改了第一句话"),
+    (_experiment(reduce=lambda d: d[0].abs().amax(dim=1) > 1e-6), "只比较了第一句的输出"),
+    (_experiment(reduce=lambda d: d[..., 0].abs().amax(dim=0) > 1e-6), "只比较了输出的一个特征维"),
+    (_experiment(reduce=lambda d: d.sum(dim=(0, 2)).abs() > 1e-6), "正负号"),
+    (_experiment(reduce=lambda d: d.amax(dim=(0, 2)) > 1e-6), "没有取绝对值"),
+    (_experiment(reduce=lambda d: torch.zeros(d.shape[1], dtype=torch.bool)), "没改到"),
+    (_mutating, "原地改动了传进来的参数 x"),
+    (lambda f, x: _experiment()(f, x)[:, 0], "只做了一个 k"),
+    (lambda f, x: changed_positions_solution(f, x, 0), "只做了一个 k"),
+    (lambda f, x: [changed_positions_solution(f, x, k) for k in range(x.shape[1])], "长短不一"),
+    (lambda f, x: _experiment()(f, x).float() * 3, "0 和 1 以外"),
+    (lambda f, x: f(x) @ torch.ones(3), "RuntimeError"),
+    (lambda f, x: None, "忘了写 return"),
+    (lambda f: None, "TypeError"),
+])
+
+test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3, RIGHT_1_3_MATRIX, OLD_1_1, OLD_1_2)
 test_stubs_are_not_done = not_done_answers(NOT_DONE_1_2)
-test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3, OLD_WRONG_1_1, OLD_WRONG_1_2)
+test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3, WRONG_1_3_MATRIX, OLD_WRONG_1_1,
+                                             OLD_WRONG_1_2)

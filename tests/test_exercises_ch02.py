@@ -8,17 +8,19 @@ import torch
 import torch.nn.functional as F
 
 import mha
-from mha.exercises import (check_block_inputs, check_build_x, check_pe_bug, check_positional_encoding,
-                           check_positional_encoding_from)
-from mha.exercises.ch02 import build_x_buggy
+from mha.exercises import (check_block_inputs, check_build_x, check_pe_bug, check_pe_shift_matrix, check_positional_encoding,
+                           check_positional_encoding_from, check_run_stack)
+from mha.exercises.ch02 import build_x_buggy, ResidualBlock
 from mha.positional import sinusoidal_positional_encoding
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)
 
 
 def test_summary_records_attempts(capsys):
-    res = recorded(capsys, "ch02", (check_pe_bug, PE_BUG_SOLUTION()), (check_positional_encoding_from, None))
-    assert res["2.2"] == "pass" and res["2.1"] == "todo"
+    res = recorded(capsys, "ch02", (check_pe_bug, PE_BUG_SOLUTION()), (check_pe_shift_matrix, None),
+                   (check_positional_encoding_from, lambda s, L, d: pe_solution(s + L, d)[s:]),
+                   (check_block_inputs, blocks_solution))
+    assert res["2.2"] == "pass" and res["2.1"] == "todo" and res["2.3"] is None  # replaced tasks: out of the summary
     assert set(res) == {"2.1", "2.2", "2.3"}
 
 
@@ -296,6 +298,167 @@ WRONG_2_2_BUG = mistakes_for(check_pe_bug, [
 ])
 
 
-test_right_answers_pass = right_answers(RIGHT_2_1, RIGHT_2_2, RIGHT_2_3, RIGHT_2_1_FROM, RIGHT_2_2_BUG)
+
+
+# ---------------------------------------------------------------- 2.1 moving k positions is a rotation
+def shift_solution(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        a = torch.tensor(k / 10000 ** (2 * i / d_model))
+        c, s = torch.cos(a), torch.sin(a)
+        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, -s  # PE[pos + k] = PE[pos] @ M: row 2i feeds sin, row 2i+1 cos
+        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = s, c
+    return M
+
+
+def _block_diag(k, d_model):  # vectorised, float64
+    omega = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    c, s = torch.cos(k * omega), torch.sin(k * omega)
+    return torch.block_diag(*[torch.stack([torch.stack([ci, -si]), torch.stack([si, ci])]) for ci, si in zip(c, s)])
+
+
+def _shift_variant(omega=None, sign=1):
+    def fn(k, d_model):
+        M = torch.zeros(d_model, d_model, dtype=torch.float64)
+        for i in range(d_model // 2):
+            a = torch.tensor(sign * k * (omega(i, d_model) if omega else 1 / 10000 ** (2 * i / d_model)), dtype=torch.float64)
+            M[2 * i, 2 * i], M[2 * i, 2 * i + 1], M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = a.cos(), -a.sin(), a.sin(), a.cos()
+        return M
+    return fn
+
+
+def _fitted(k, d_model):  # least squares on the table: the named shortcut
+    pe = sinusoidal_positional_encoding(60, d_model, dtype=torch.float64)
+    return torch.linalg.lstsq(pe[20:40], pe[20 + k:40 + k]).solution
+
+
+def _numpy_shift(k, d_model):
+    M = np.zeros((d_model, d_model))
+    for i in range(d_model // 2):
+        a = k / 10000 ** (2 * i / d_model)
+        M[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    return M
+
+
+RIGHT_2_1_SHIFT = answers_for(check_pe_shift_matrix, [shift_solution, _block_diag, _numpy_shift,
+                                                      lambda k, d: shift_solution(k, d).double()])
+
+WRONG_2_1_SHIFT = mistakes_for(check_pe_shift_matrix, [
+    (lambda k, d: shift_solution(k, d).T, "转置"),
+    (_shift_variant(sign=-1), "往回挪 k 格"),
+    (_shift_variant(omega=lambda i, d: 1.0), "忘了乘每一对维度自己的频率"),
+    (_shift_variant(omega=lambda i, d: 1 / 10000 ** (i / d)), "2i/d_model"),
+    (lambda k, d: torch.eye(d), "单位矩阵"),
+    (lambda k, d: shift_solution(k, 2), "(2, 2)"),
+    (lambda k, d: shift_solution(k, d) * 2, ["第 2 行第 2 列", "应为 1，你的是 2"]),
+    (lambda k, d: np.linalg.lstsq(sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20:40].numpy(),
+                                  sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20 + k:40 + k].numpy(),
+                                  rcond=None)[0], "应为"),  # a numpy fit: not the formula's M off the blocks
+    (_fitted, ["torch.linalg_lstsq", "拟合"]),
+    (lambda k, d: torch.linalg.pinv(torch.eye(d)), "torch.linalg_pinv"),
+    (lambda k, d: shift_solution(k, d).long(), "dtype"),
+    (lambda k, d: shift_solution(k, d)[None], "形状应该是"),
+    (lambda k, d: shift_solution(k, d) @ torch.ones(3), "RuntimeError"),
+])
+
+
+# ---------------------------------------------------------------- 2.3 N layers stacked
+def stack_solution(enc_layers, dec_layers, enc_x, dec_x, masks):
+    h = enc_x
+    for block in enc_layers:  # encoder: all N layers first
+        h = block(h, h, h, masks["src_padding"])
+    y = dec_x
+    for self_attn, cross_attn in dec_layers:
+        y = self_attn(y, y, y, masks["tgt_padding"] & masks["causal"])
+        y = cross_attn(y, h, h, masks["src_padding"])  # K = V: the encoder's last output, in every layer
+    return y
+
+
+def _stack(enc_in="chained", memory="last", dec_in="chained", self_mask=lambda m: m["tgt_padding"] & m["causal"],
+           cross_mask=lambda m: m["src_padding"], enc_mask=lambda m: m["src_padding"], cross_query="self", residual=False):
+    """The solution with one choice made wrong (the keywords name the choices)."""
+    def fn(enc_layers, dec_layers, enc_x, dec_x, masks):
+        def run(block, q, kv, mask):
+            out = block(q, kv, kv, mask)
+            return out + q if residual else out
+        h, outs = enc_x, []
+        for block in enc_layers:
+            inp = h if enc_in == "chained" else enc_x
+            h = run(block, inp, inp, enc_mask(masks))
+            outs.append(h)
+        y = dec_x
+        for n, (self_attn, cross_attn) in enumerate(dec_layers):
+            kv = {"last": h, "same": outs[n], "enc_x": enc_x}[memory]
+            inp = y if dec_in == "chained" else dec_x
+            s = run(self_attn, inp, inp, self_mask(masks))
+            y = run(cross_attn, s if cross_query == "self" else inp, kv, cross_mask(masks))
+        return y
+    return fn
+
+
+def _stack_keywords(enc_layers, dec_layers, enc_x, dec_x, masks):  # keyword calls, a float mask, no_grad
+    with torch.no_grad():
+        memory = enc_x
+        for block in enc_layers:
+            memory = block(query=memory, key=memory, value=memory, mask=masks["src_padding"].float())
+        y = dec_x
+        for self_attn, cross_attn in dec_layers:
+            y = cross_attn(self_attn(y, y, y, mask=masks["causal"] & masks["tgt_padding"]), memory, memory,
+                           mask=masks["src_padding"])
+    return y
+
+
+def _stack_mutating(enc_layers, dec_layers, enc_x, dec_x, masks):
+    masks["src_padding"].fill_(True)  # changes the caller's mask in place
+    return stack_solution(enc_layers, dec_layers, enc_x, dec_x, masks)
+
+
+def _stack_swapped_cross(enc_layers, dec_layers, enc_x, dec_x, masks):  # the encoder asks, the decoder answers
+    h = enc_x
+    for block in enc_layers:
+        h = block(h, h, h, masks["src_padding"])
+    y = dec_x
+    for self_attn, cross_attn in dec_layers:
+        y = self_attn(y, y, y, masks["tgt_padding"] & masks["causal"])
+        y = cross_attn(h, y, y, masks["src_padding"])
+    return y
+
+
+RIGHT_2_3_STACK = answers_for(check_run_stack, [stack_solution, _stack_keywords])
+
+WRONG_2_3_STACK = mistakes_for(check_run_stack, [
+    (_stack(memory="same"), "最后一层"),
+    (_stack(memory="enc_x"), "编码器的输入 enc_x"),
+    (_stack(enc_in="enc_x"), "上一层编码器的输出"),
+    (_stack(dec_in="dec_x"), "上一层解码器的输出"),
+    (_stack(cross_query="input"), "Query 用了这一层的输入"),
+    (_stack(self_mask=lambda m: m["tgt_padding"]), "漏了因果掩码"),
+    (_stack(self_mask=lambda m: m["causal"]), "漏了目标句的 padding 掩码"),
+    (_stack(self_mask=lambda m: m["tgt_padding"] | m["causal"]), "|（或）"),
+    (_stack(cross_mask=lambda m: None), "交叉注意力没有用源句的 padding 掩码"),
+    (_stack(enc_mask=lambda m: None), "编码器自注意力没有用 padding 掩码"),
+    (_stack(residual=True), "残差连接"),
+    (_stack(enc_mask=lambda m: m["causal"]), "cannot broadcast"),
+    (_stack(cross_mask=lambda m: m["tgt_padding"]), ["交叉注意力块的输入不对", "cannot broadcast"]),
+    (_stack(enc_mask=lambda m: m["causal"]), "编码器自注意力块的输入不对"),
+    (_stack_mutating, "原地改动了传进来的参数 masks"),
+    (_stack_swapped_cross, ["交叉注意力块的输入不对", "Key = Value 是编码器最后一层的输出"]),
+    (lambda e, d, ex, dx, m: ex, "编码器那边的形状"),
+    (lambda e, d, ex, dx, m: dx[:, :1], "形状应该是"),
+    (lambda e, d, ex, dx, m: dx, "数值不对"),
+    (lambda e, d, ex, dx, m: None, "忘了写 return"),
+])
+
+
+def test_the_blocks_of_2_3_carry_their_residual():
+    block = ResidualBlock(4)
+    q, kv = torch.randn(1, 3, 4), torch.randn(1, 5, 4)
+    with torch.no_grad():
+        assert torch.allclose(block(q, kv, kv) - q, block.attn(q, kv, kv))
+
+
+test_right_answers_pass = right_answers(RIGHT_2_1, RIGHT_2_2, RIGHT_2_3, RIGHT_2_1_FROM, RIGHT_2_2_BUG, RIGHT_2_1_SHIFT,
+                                        RIGHT_2_3_STACK)
 test_stubs_are_not_done = not_done_answers(NOT_DONE_2_3, NOT_DONE_2_2_BUG)
-test_wrong_answers_are_named = wrong_answers(WRONG_2_1, WRONG_2_2, WRONG_2_3, WRONG_2_1_FROM, WRONG_2_2_BUG)
+test_wrong_answers_are_named = wrong_answers(WRONG_2_1, WRONG_2_2, WRONG_2_3, WRONG_2_1_FROM, WRONG_2_2_BUG, WRONG_2_1_SHIFT,
+                                             WRONG_2_3_STACK)

@@ -10,7 +10,8 @@ from torch import nn
 
 import mha
 from mha.exercises import (check_count_parameters, check_count_parameters_general, check_cross_projection_shapes,
-                           check_project_matmul, check_project_packed, check_projection_shape, results)
+                           check_packed_head_k, check_project_matmul, check_project_packed, check_projection_shape,
+                           results)
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
 
 # ---------------------------------------------------------------- references
@@ -283,6 +284,7 @@ WRONG_NEW = mistakes_for(check_cross_projection_shapes, [
     (lambda d, h, dk, dv, b: general_count_ref(d, 1, dk, dv, b), "只数了一个头"),
     (lambda d, h, dk, dv, b: general_count_ref(d, h, dk, dv, False), "忘了偏置"),
     (lambda d, h, dk, dv, b: sum(p.numel() for p in nn.Linear(d, h * dk).parameters()), "不要创建任何 nn.Module"),
+    (lambda d, h, dk, dv, b: 2 * (d * h * dk + h * dk) + (d * h * dv + h * dv) + (h * dv * d + d), "bias=False 时"),
 ]) + mistakes_for(check_project_packed, [
     (lambda x, W, b: tuple(reversed(packed_ref(x, W, b))), "第 2 块"),
     (lambda x, W, b: tuple(x @ w + (0 if b is None else bb) for w, bb in zip(W.chunk(3), (b.chunk(3) if b is not None else (0,) * 3))),
@@ -296,8 +298,55 @@ WRONG_NEW = mistakes_for(check_cross_projection_shapes, [
     (lambda x, W, b: x @ W.T, "三个张量"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_3_2, RIGHT_3_3, RIGHT_NEW)
-test_wrong_answers_are_named = wrong_answers(WRONG_3_1, WRONG_3_2, WRONG_3_3, WRONG_NEW)
+
+
+# ---------------------------------------------------------------- 3.3 one head's K' from the packed weight
+def head_k_solution(x, W, b, n_heads, head):
+    d = W.shape[1]
+    d_k = d // n_heads
+    rows = slice(d + head * d_k, d + (head + 1) * d_k)  # the K block, then the head's d_k rows
+    out = x @ W[rows].T
+    return out if b is None else out + b[rows]
+
+
+def _head_k_via_split(x, W, b, n_heads, head):  # all of K', then split (mha.split_heads is allowed)
+    d = W.shape[1]
+    k = x @ W[d:2 * d].T + (0 if b is None else b[d:2 * d])
+    return mha.split_heads(k, n_heads)[:, head]
+
+
+def _head_k_variant(**wrong):
+    from mha.exercises.ch03 import packed_head_k
+    return lambda x, W, b, h, head: packed_head_k(x, W, b, h, head, **wrong)
+
+
+def _head_k_bias_always(x, W, b, n_heads, head):  # forgets that in_proj_bias may be None
+    d, d_k = W.shape[1], W.shape[1] // n_heads
+    rows = slice(d + head * d_k, d + (head + 1) * d_k)
+    return x @ W[rows].T + b[rows]
+
+
+RIGHT_HEAD_K = answers_for(check_packed_head_k, [head_k_solution, _head_k_via_split,
+                                                 lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd).float()])
+
+WRONG_HEAD_K = mistakes_for(check_packed_head_k, [
+    (_head_k_variant(block=0), "W_q"),
+    (_head_k_variant(block=2), "W_v"),
+    (_head_k_variant(offset=1), "切片越界了"),
+    (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd - 1) if hd else head_k_solution(x, W, b, h, 1), "头"),
+    (_head_k_variant(interleaved=True), "连续的一段"),
+    (_head_k_variant(bias=False), "忘了加偏置"),
+    (_head_k_variant(input_columns=True), "切的是输入的列"),
+    (_head_k_bias_always, ["NoneType", "in_proj_bias 是 None"]),
+    (lambda x, W, b, h, hd: x @ W[W.shape[1]:2 * W.shape[1]].T, "整个 K′"),
+    (lambda x, W, b, h, hd: F.linear(x, W[:2]), "F.linear"),
+    (lambda x, W, b, h, hd: mha.project(x, torch.nn.Linear(4, 4)), "mha.steps.project"),
+    (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd).detach(), "梯度"),
+    (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd) * 2, "数值不对"),
+])
+
+test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_3_2, RIGHT_3_3, RIGHT_NEW, RIGHT_HEAD_K)
+test_wrong_answers_are_named = wrong_answers(WRONG_3_1, WRONG_3_2, WRONG_3_3, WRONG_NEW, WRONG_HEAD_K)
 
 
 def test_reference_project_matches_mha_project():

@@ -162,11 +162,11 @@ def _which_positions():
     changed_q = ch01.cross_changed_positions("q", L, S, k_q)
     setting = f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {L} 个 token，kv 有 S = {S} 个 token，没有掩码。"
     return [
-        _choice(setting + f"把 kv 的第 {k_kv} 个 token 换掉，输出的哪些位置会变？", kv,
+        _choice(setting + f"把 kv 里位置 {k_kv} 的 token（位置从 0 数）换掉，输出的哪些位置会变？", kv,
                 f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{L} 个输出全都会变。",
                 [([k_kv], f"{k_kv} 是 kv 的位置，不是输出的位置：输出的每一行对应一个 query，而每个 query 都看得到它。"),
                  ([], "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动。")]),
-        _choice(setting + f"把 q 的第 {k_q} 个 token 换掉，输出的哪些位置会变？", changed_q,
+        _choice(setting + f"把 q 里位置 {k_q} 的 token（位置从 0 数）换掉，输出的哪些位置会变？", changed_q,
                 f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，它们的输出也不变，只有位置 {k_q} 会变。",
                 [(kv, "别的 query 的打分只用到它们自己的 query 和没变的 key，它们的输出不会变。"),
                  ([], f"位置 {k_q} 的 query 变了，它的打分和加权结果都会变。")]),

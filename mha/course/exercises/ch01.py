@@ -4,7 +4,8 @@
     earlier self-attention version of the task
 1.2 which output positions change when one Key/Value token or one Query token changes in cross-attention
     (a dict: reasoning); ``check_changed_positions`` grades the earlier self-attention version
-1.3 write the experiment that finds the changed positions (a function)
+1.3 the dependency matrix of a layer: which output positions move when each input token changes (a function,
+    L x L); ``check_changed_positions_fn`` grades the earlier task (one token k, the chapter's experiment)
 
 (Counting the layer's parameters is exercise 3.2.)
 """
@@ -16,8 +17,8 @@ from torch import nn
 
 from ._core import Mistake, NotDone, as_int, as_shape, call, checker, is_stub, part
 
-__all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_changed_positions_fn",
-           "check_output_shape", "check_changed_positions"]
+__all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_dependency_matrix",
+           "check_changed_positions_fn", "check_output_shape", "check_changed_positions"]
 
 # ---------------------------------------------------------------- 1.1
 SHAPE_QUESTION = {"B": 2, "L": 7, "d_model": 12, "n_heads": 3}
@@ -191,18 +192,21 @@ def check_changed_positions_cross(answer):
     L, S = CROSS_POSITIONS_QUESTION["L"], CROSS_POSITIONS_QUESTION["S"]
     k_kv, k_q = CROSS_POSITIONS_QUESTION["kv_changed"], CROSS_POSITIONS_QUESTION["q_changed"]
     got = position_lists(answer, ("change_kv", "change_q"))
+    kv_truth = cross_changed_positions("kv", L, S, k_kv)
+    q_truth = cross_changed_positions("q", L, S, k_q)
+    for key, truth in (("change_kv", kv_truth), ("change_q", q_truth)):
+        if got[key] == [p + 1 for p in truth]:
+            raise Mistake(f'answer["{key}"] = {got[key]}：位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的')
     for key, positions in got.items():
         if any(p < 0 or p >= L for p in positions):
             raise Mistake(f'answer["{key}"] = {positions} 超出了范围：输出的位置跟着 Query 走，只有 L = {L} 个（0 到 {L - 1}）；'
                           f"Key/Value 的 S = {S} 个位置不是输出的位置")
-    kv_truth = cross_changed_positions("kv", L, S, k_kv)
-    q_truth = cross_changed_positions("q", L, S, k_q)
     kv, q = got["change_kv"], got["change_q"]
     if kv == [k_kv]:
         raise Mistake(f"把 Key/Value 的位置 {k_kv} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
                       f"改了其中一个，所有 {L} 个输出都会变")
     if kv != kv_truth:
-        raise Mistake(f'answer["change_kv"] = {kv} 不对。提示：哪些 query 会用到 key/value 的第 {k_kv} 个 token？')
+        raise Mistake(f'answer["change_kv"] = {kv} 不对。提示：哪些 query 会用到位置 {k_kv} 的 key/value？')
     if q == list(range(L)):
         raise Mistake(f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 key/value，"
                       f"所以只有位置 {k_q} 会变")
@@ -316,12 +320,13 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
     one_feature = x.clone()
     one_feature[:, k, 0] = one_feature[:, k, 0] + 1
     yield (_positions(_outputs(f, x, one_feature).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了 token 的一个特征维（x2[:, k, 0]）：这里的 f 恰好不看第 0 个特征；"
-           "要给整个 token 的每个特征都加 1：x2[:, k] = x2[:, k] + 1")
+           "看起来你只改了 token 的一个特征维（x2[:, k, 0]），或者只比较了输出的一个特征维：这里的 f 恰好不看第 0 个特征；"
+           "要给整个 token 的每个特征都加 1（x2[:, k] = x2[:, k] + 1），再比较输出的每一维")
     yield (_positions(delta.abs().amax(dim=(0, 2)) > 1e-3),
            "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6")
     yield (_positions(_outputs(f, x, _plus_one(x, k, rows=0)).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了第一句话（x2[0, k]）；要改每一句话的位置 k：x2[:, k]")
+           "看起来你只改了第一句话（x2[0, k]），或者只比较了第一句的输出（delta[0]）；要改每一句话的位置 k（x2[:, k]），"
+           "再比较每一句的输出")
     for moved in (delta.sum(dim=(0, 2)).abs() > THRESHOLD, delta.sum(dim=2).abs().amax(dim=0) > THRESHOLD,
                   delta.sum(dim=0).abs().amax(dim=1) > THRESHOLD, delta.sum(dim=(0, 2)) != 0):
         yield _positions(moved), SIGNED
@@ -334,7 +339,7 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
                "x 的形状是 (B, L, d_model)，位置是第 1 维，要在第 0 和第 2 维上汇总")
 
 
-@checker("ch01", "1.3", "写一个实验：找出输出里变化的位置")
+@checker("ch01", "1.3", "写一个实验：找出输出里变化的位置", listed=False)
 def check_changed_positions_fn(fn):
     """``fn(f, x, k) -> list[int]``: add 1 to token k of every sequence of x (B, L, d_model), run ``f`` on
     both versions and return, in ascending order, the positions j whose output vector changed."""
@@ -355,3 +360,95 @@ def check_changed_positions_fn(fn):
             raise Mistake(f"{what} 返回 []，应为 {truth}：两次输出完全一样，说明“改过的 x”其实没改到，"
                           "或者两次都用了同一个张量")
         raise Mistake(f"{what} 返回 {out}，应为 {truth}")
+
+
+# ---------------------------------------------------------------- 1.3 (the dependency matrix, every k at once)
+def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
+    """An (L, L) answer of True/False (or 0/1): a tensor, an array or a list of rows, as a bool tensor."""
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(value.copy()) if value.dtype.kind in "biuf" else value.tolist()
+    if isinstance(value, (list, tuple)):
+        rows = [r.tolist() if isinstance(r, (torch.Tensor, np.ndarray)) else r for r in value]
+        if rows and not any(isinstance(r, (list, tuple, range)) for r in rows):
+            raise Mistake(f"{what} 是一个一维的 list：看起来只做了一个 k；要的是 {L}×{L} 的 True/False 矩阵，"
+                          "对每个输入位置 k 都做一次实验，结果放进第 k 列")
+        if not all(isinstance(r, (list, tuple, range)) for r in rows):
+            raise Mistake(f"{what} 应该是 {L}×{L} 的 True/False 矩阵（张量，或由 {L} 行组成的 list），有的行却不是 list")
+        if len(rows) == L and any(len(r) != L for r in rows):
+            raise Mistake(f"{what} 的行长短不一（{[len(r) for r in rows]}）：看起来你返回的是每个 k 的“变化位置列表”；"
+                          f"要的是 {L}×{L} 的 True/False 矩阵，第 j 行第 k 列回答“改输入位置 k，输出位置 j 变不变”")
+        if len(rows) != L or any(len(r) != L for r in rows):
+            raise Mistake(f"{what} 应该是 {L}×{L} 的矩阵（L = {L}），却有 {len(rows)} 行")
+        value = torch.tensor([[as_flag(v, what) for v in r] for r in rows], dtype=torch.bool).reshape(L, L)
+    if not isinstance(value, torch.Tensor):
+        raise Mistake(f"{what} 应该是 {L}×{L} 的 True/False 矩阵（张量或由 {L} 行组成的 list），却是 {type(value).__name__}")
+    from ._core import plain
+    value = plain(value).detach()
+    if value.is_complex() or value.dtype.is_floating_point and not torch.isfinite(value).all():
+        raise Mistake(f"{what} 里有复数、NaN 或 inf；要的是 True/False（或 0/1）")
+    if tuple(value.shape) != (L, L):
+        hint = "：看起来只做了一个 k；要对每个输入位置 k 都做一次，第 k 列放它的结果" if value.dim() == 1 else ""
+        raise Mistake(f"{what} 的形状应该是 ({L}, {L})（L = {L}），实际是 {tuple(value.shape)}{hint}")
+    if value.dtype != torch.bool:
+        if not ((value == 0) | (value == 1)).all():
+            raise Mistake(f"{what} 里有 0 和 1 以外的数；每一格只回答“变不变”：True/False 或 1/0（变化量本身不要）")
+        value = value != 0
+    return value
+
+
+def as_flag(v, what: str) -> bool:
+    """One cell of a True/False matrix: a bool, or the integer 0/1 (Python, numpy or 0-d torch)."""
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, torch.Tensor) and v.dim() == 0 and v.dtype == torch.bool):
+        return bool(v)
+    n = as_int(v, f"{what} 的一格")
+    if n not in (0, 1):
+        raise Mistake(f"{what} 里有 {n}：每一格只回答“变不变”，写 True/False 或 1/0")
+    return bool(n)
+
+
+def _matrix(columns: list, L: int) -> torch.Tensor:
+    """(L, L) bool: column k marks the output positions listed in ``columns[k]``."""
+    m = torch.zeros(L, L, dtype=torch.bool)
+    for k, rows in enumerate(columns):
+        m[rows, k] = True
+    return m
+
+
+def _dependency_mistakes(f, x: torch.Tensor):
+    """(matrix of a typical wrong experiment, what it did wrong at the first input position where it differs)."""
+    L = x.shape[1]
+    truth = [_changed_positions_reference(f, x, k) for k in range(L)]
+    per_k = [list(_wrong_experiments(f, x, k)) for k in range(L)]  # the same mistakes, in the same order, for every k
+    for i in range(len(per_k[0])):
+        columns = [per_k[k][i][0] for k in range(L)]
+        first = next((k for k in range(L) if columns[k] != truth[k]), None)
+        if first is not None:
+            yield _matrix(columns, L), per_k[first][i][1]
+
+
+def _show(m: torch.Tensor) -> str:
+    return "[" + ", ".join("".join("1" if v else "0" for v in row) for row in m.tolist()) + "]"
+
+
+@checker("ch01", "1.3", "依赖矩阵：每个输出位置用到了哪些输入位置")
+def check_dependency_matrix(fn):
+    """``fn(f, x) -> (L, L)`` True/False: entry [j][k] says whether output position j of ``f`` moves (some number by
+    more than 1e-6, in any sentence) when 1 is added to every feature of input token k in every sentence of x."""
+    for name, f, x, _ in _position_cases():
+        L = x.shape[1]
+        what = f"dependency_matrix({name}, x {tuple(x.shape)})"
+        got = as_bool_matrix(call(fn, f, x, what="dependency_matrix"), L, f"{what} 的返回值")
+        truth = _matrix([_changed_positions_reference(f, x, k) for k in range(L)], L)
+        if torch.equal(got, truth):
+            continue
+        where = f"{what} 返回 {_show(got)}，应为 {_show(truth)}（每一项是一行，1 = 会变）"
+        if torch.equal(got, truth.T):
+            raise Mistake(f"{where}：行和列放反了。第 j 行第 k 列回答“改输入位置 k，输出位置 j 变不变”：改位置 k 的结果放进第 k 列")
+        for wrong, message in _dependency_mistakes(f, x):
+            if torch.equal(got, wrong):
+                raise Mistake(f"{where}：{message}")
+        if not got.any() and truth.any():
+            raise Mistake(f"{where}：两次输出完全一样，说明“改过的 x”其实没改到，或者两次都用了同一个张量")
+        j, k = (got != truth).nonzero()[0].tolist()
+        raise Mistake(f"{where}：第 {j} 行第 {k} 列（从 0 数）不对：给输入位置 {k} 加 1 后，输出位置 {j} "
+                      + ("会变" if truth[j, k] else "不会变"))

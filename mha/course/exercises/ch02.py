@@ -1,22 +1,25 @@
 """Checkers for chapter 02, Q、K、V 从哪里来.
 
-2.1 positional encoding of the positions start, ..., start + L - 1 (a function: what a decoding step with a
-    KV cache needs); ``check_positional_encoding`` grades the earlier task (positions from 0)
+2.1 moving k positions is a rotation: the matrix M with PE[pos + k] = PE[pos] @ M (a function);
+    ``check_positional_encoding_from`` (positions start, ..., start + L - 1) and ``check_positional_encoding``
+    (positions from 0) grade the earlier tasks
 2.2 bug hunt: a build_x that takes the PE of the batch size instead of the length; find the shapes where it
     crashes and where it silently goes wrong (a dict); ``check_build_x`` grades the earlier task
-2.3 pick Q, K, V and the mask for each of the Transformer's three MHA blocks (a function)
+2.3 N layers stacked: run the attention blocks of an N-layer encoder and decoder, each block fed from the right
+    place (a function); ``check_block_inputs`` grades the earlier task (the three blocks of the first layer)
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
 from ._core import Mistake, NotDone, call, checker, expect_gradients, expect_tensor, is_stub, part
 
-__all__ = ["check_positional_encoding_from", "check_pe_bug", "check_block_inputs", "check_positional_encoding",
-           "check_build_x"]
+__all__ = ["check_pe_shift_matrix", "check_pe_bug", "check_run_stack", "check_positional_encoding_from",
+           "check_block_inputs", "check_positional_encoding", "check_build_x"]
 
 
 # ---------------------------------------------------------------- 2.1
@@ -93,7 +96,7 @@ def check_positional_encoding(fn):
 PE_FROM_CASES = [(0, 4, 6), (5, 1, 8), (3, 4, 4), (10, 3, 16), (1, 2, 10)]  # (start, L, d_model)
 
 
-@checker("ch02", "2.1", "从第 start 个位置开始的位置编码")
+@checker("ch02", "2.1", "从第 start 个位置开始的位置编码", listed=False)
 def check_positional_encoding_from(fn):
     """``fn(start, L, d_model) -> (L, d_model)``: the rows ``start, ..., start + L - 1`` of the sinusoidal table."""
     for start, L, d_model in PE_FROM_CASES:
@@ -348,7 +351,7 @@ def _mask_mistake(block: str, got_m, want_m, masks, B, Lq, Sk) -> str | None:
             "src_padding，不需要因果掩码")
 
 
-@checker("ch02", "2.3", "为三个多头注意力块选输入和掩码")
+@checker("ch02", "2.3", "为三个多头注意力块选输入和掩码", listed=False)
 def check_block_inputs(fn):
     """``fn(block, enc_x, dec_x, dec_h, enc_out, masks) -> (query, key, value, mask)`` for the three blocks.
 
@@ -406,3 +409,196 @@ def check_block_inputs(fn):
                               f"{type(e).__name__}: {e}") from None
             if tuple(y.shape) != (B, Lq, d_model):
                 raise Mistake(f"{block}：输出形状应该是 {(B, Lq, d_model)}，实际是 {tuple(y.shape)}")
+
+
+# ---------------------------------------------------------------- 2.1 (moving k positions is a rotation: PE[pos + k] = PE[pos] @ M)
+SHIFT_CASES = [(1, 4), (3, 6), (0, 8), (5, 16), (-2, 6), (12, 10)]  # (k, d_model)
+FIT = ("*lstsq*", "*pinv*", "*solve*", "*inv*")  # fitting M from the table instead of writing it down
+
+
+def _frequencies(d_model: int, exponent: str = "2i") -> torch.Tensor:
+    """omega_i = 1 / 10000^(2i / d_model) for the pairs i = 0 .. d_model/2 - 1 (float64)."""
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    two_i = {"2i": 2 * i, "i": i}[exponent]
+    return 1.0 / 10000.0 ** (two_i / d_model)
+
+
+def shift_matrix(k: int, d_model: int, *, angle_scale=None, sign: int = 1, exponent: str = "2i") -> torch.Tensor:
+    """The (d_model, d_model) M with PE[pos + k] = PE[pos] @ M (a row vector times M, as x W in the book):
+    one 2x2 block [[cos, -sin], [sin, cos]] of the angle k * omega_i per pair of dimensions (2i, 2i+1).
+    The keywords make the typical wrong cousins (the defaults give the truth)."""
+    omega = _frequencies(d_model, exponent) if angle_scale is None else torch.full((d_model // 2,), float(angle_scale),
+                                                                                  dtype=torch.float64)
+    a = sign * k * omega
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    ev, od = torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)
+    m[ev, ev], m[od, od] = torch.cos(a), torch.cos(a)
+    m[ev, od], m[od, ev] = -torch.sin(a), torch.sin(a)
+    return m
+
+
+@checker("ch02", "2.1", "位置编码挪 k 格是一次旋转：写出矩阵 M")
+def check_pe_shift_matrix(fn):
+    """``fn(k, d_model) -> (d_model, d_model)`` tensor M with ``PE[pos + k] = PE[pos] @ M`` for every position."""
+    for k, d_model in SHIFT_CASES:
+        what = f"pe_shift_matrix({k}, {d_model})"
+        out = call(fn, k, d_model, what="pe_shift_matrix", forbid=FIT,
+                   shortcut_hint="这道题要你用三角公式写出 M，而不是从位置编码表里拟合（最小二乘、求逆、解方程）")
+        if isinstance(out, np.ndarray) and out.dtype.kind in "iuf":  # numpy's cos and sin are as good
+            out = torch.from_numpy(out.copy())
+        out = expect_tensor(out, what)
+        if not out.is_floating_point():
+            raise Mistake(f"{what} 的 dtype 是 {out.dtype}；cos、sin 是小数，要用浮点张量")
+        if tuple(out.shape) == (2, 2):
+            raise Mistake(f"{what} 的形状是 (2, 2)：这只是一对维度的小块；每一对维度 (2i, 2i+1) 有自己的频率，"
+                          f"要把 d_model/2 = {d_model // 2} 个小块放在对角线上，拼成 ({d_model}, {d_model})")
+        if tuple(out.shape) != (d_model, d_model):
+            raise Mistake(f"{what} 的形状应该是 ({d_model}, {d_model})，实际是 {tuple(out.shape)}")
+        got = out.detach().double()
+        truth = shift_matrix(k, d_model)
+        if _close(got, truth, atol=1e-5):
+            continue
+        if _close(got, shift_matrix(k, d_model, sign=-1), atol=1e-5):
+            raise Mistake(f"{what}：这是往回挪 k 格的矩阵（PE[pos] @ M 得到 PE[pos − k]），也就是正确答案的转置："
+                          "要么 sin 的正负号放反了，要么按列向量 M @ PE[pos] 写了；本题用行向量 PE[pos] @ M，"
+                          "所以第 2i 行第 2i+1 列是 −sin(kω_i)，第 2i+1 行第 2i 列是 +sin(kω_i)")
+        if _close(got, shift_matrix(k, d_model, angle_scale=1.0), atol=1e-5):
+            raise Mistake(f"{what}：旋转的角度用了 k，忘了乘每一对维度自己的频率 ω_i = 1 / 10000^(2i/d_model)："
+                          "第 i 对维度转 k·ω_i")
+        if _close(got, shift_matrix(k, d_model, exponent="i"), atol=1e-5):
+            raise Mistake(f"{what}：频率的指数用了 i/d_model，应为 2i/d_model（i 是第几对维度）")
+        if _close(got, torch.eye(d_model, dtype=torch.float64)) and k:
+            raise Mistake(f"{what} 是单位矩阵：那样 PE[pos] @ M 还是 PE[pos]，没有挪动位置")
+        r, c = divmod(int((got - truth).abs().argmax()), d_model)
+        raise Mistake(f"{what} 不对：第 {r} 行第 {c} 列（从 0 数）应为 {truth[r, c].item():.4g}，你的是 {got[r, c].item():.4g}"
+                      + ("（对角线上每个 2×2 小块之外都应是 0）。" if r // 2 != c // 2 else "。")
+                      + "提示：sin(a + b) = sin a cos b + cos a sin b，cos(a + b) = cos a cos b − sin a sin b，"
+                      "每一对维度 (2i, 2i+1) 只和自己这一对有关")
+
+
+# ---------------------------------------------------------------- 2.3 (N layers: where each block's Q, K, V come from)
+def reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, *, mistake=None):
+    """The decoder's output after N layers of attention blocks only (the blocks carry their residual connection,
+    see :class:`ResidualBlock`; LayerNorm and FFN are left out, as in chapter 2).
+
+    ``mistake`` names one typical wrong wiring (see :data:`STACK_MISTAKES`); None is the truth.
+    """
+    src, tgt, causal = masks["src_padding"], masks["tgt_padding"], masks["causal"]
+    self_mask = {"no_causal": tgt, "no_tgt_padding": causal, "or": tgt | causal}.get(mistake, tgt & causal)
+
+    def run(block, q, kv, mask):
+        out = block(q, kv, kv, mask)
+        return out + q if mistake == "extra_residual" else out
+
+    h, enc_outs = enc_x, []
+    for layer in enc_layers:
+        inp = enc_x if mistake == "enc_not_chained" else h
+        h = run(layer, inp, inp, None if mistake == "enc_no_mask" else src)
+        enc_outs.append(h)
+    y = dec_x
+    for n, (self_attn, cross_attn) in enumerate(dec_layers):
+        memory = {"cross_same_layer": enc_outs[n], "cross_enc_x": enc_x}.get(mistake, enc_outs[-1])
+        cross_mask = None if mistake == "cross_no_mask" else src
+        inp = dec_x if mistake == "dec_not_chained" else y
+        if mistake == "cross_first":
+            c = run(cross_attn, inp, memory, cross_mask)
+            y = run(self_attn, c, c, self_mask)
+            continue
+        s = run(self_attn, inp, inp, self_mask)
+        y = run(cross_attn, inp if mistake == "cross_query_input" else s, memory, cross_mask)
+    return y
+
+
+STACK_MISTAKES = {
+    "cross_same_layer": "第 n 层解码器的交叉注意力用了第 n 层编码器的输出；编码器先把 N 层全部跑完，"
+                        "每一层解码器的交叉注意力都用编码器**最后一层**的输出作 K 和 V",
+    "cross_enc_x": "交叉注意力的 K、V 用了编码器的输入 enc_x；要用编码器最后一层的输出（已经看过整句源句的表示）",
+    "enc_not_chained": "编码器的每一层都拿 enc_x 作输入；从第 2 层起，编码器自注意力的 Q = K = V 是上一层编码器的输出",
+    "dec_not_chained": "解码器的每一层都拿 dec_x 作输入；从第 2 层起，掩码自注意力的 Q = K = V 是上一层解码器的输出",
+    "cross_query_input": "交叉注意力的 Query 用了这一层的输入；要用本层掩码自注意力（块 2）的输出",
+    "cross_first": "一层解码器里先做了交叉注意力；顺序是先掩码自注意力（块 2），再交叉注意力（块 3）",
+    "no_causal": "解码器的掩码自注意力漏了因果掩码：生成第 t 个词时不能偷看后面的词（tgt_padding & causal）",
+    "no_tgt_padding": "解码器的掩码自注意力漏了目标句的 padding 掩码（tgt_padding & causal）",
+    "or": "解码器的两个掩码用 |（或）合在了一起；两个都允许才能看，要用 &（与）",
+    "cross_no_mask": "交叉注意力没有用源句的 padding 掩码 src_padding：解码器会看到源句里的 PAD",
+    "enc_no_mask": "编码器自注意力没有用 padding 掩码 src_padding：PAD 会被当成真正的词",
+    "extra_residual": "每个块的输出又加了一次它的输入：检查用的块里已经带着残差连接，直接用块的输出即可",
+}
+
+STACK_CASES = [  # (n_layers, B, S, L, d_model, source mask rows, target lengths); S != L throughout
+    (2, 2, 5, 3, 8, [[1, 1, 1, 1, 1], [1, 1, 0, 1, 0]], [3, 2]),  # a PAD in the middle of sentence 2
+    (3, 1, 4, 6, 4, [[1, 1, 1, 0]], [4]),
+    (2, 3, 6, 4, 8, [[1] * 6, [1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 0, 0]], [4, 1, 3]),
+]
+
+
+class ResidualBlock(torch.nn.Module):
+    """One attention block of 2.3: ``block(query, key, value, mask)`` returns ``query + attention(...)``.
+
+    The residual connection keeps each layer's input visible in its output: an attention-only stack without it
+    makes every position of the encoder's output nearly the same vector after two layers, and then no wiring
+    mistake would show in the decoder's output.
+    """
+
+    def __init__(self, d_model: int, n_heads: int = 2, role: str = "encoder"):
+        super().__init__()
+        self.role = role
+        from mha.layer import MultiHeadAttention
+
+        self.attn = MultiHeadAttention(d_model, n_heads).eval()
+        with torch.no_grad():  # sharper weights than an untrained layer's near-uniform ones
+            self.attn.W_q.weight.mul_(SHARP)
+            self.attn.W_k.weight.mul_(SHARP)
+
+    def forward(self, query, key, value, mask=None):
+        try:
+            return query + self.attn(query, key, value, mask)
+        except (ValueError, RuntimeError, TypeError) as e:  # a wrong input or mask: say which block and what it takes
+            raise type(e)(f"{BLOCK_ROLES[self.role]}（{e}）") from None
+
+
+BLOCK_ROLES = {
+    "encoder": "编码器自注意力块的输入不对：Q = K = V 是编码器这一侧上一层的输出（第 1 层是 enc_x），掩码是 src_padding",
+    "decoder": "解码器掩码自注意力块的输入不对：Q = K = V 是解码器这一侧上一层的输出（第 1 层是 dec_x），"
+               "掩码是 tgt_padding & causal",
+    "cross": "交叉注意力块的输入不对：Query 是本层掩码自注意力的输出，Key = Value 是编码器最后一层的输出，掩码是 src_padding",
+}
+
+
+SHARP = 3.0
+
+
+def stack_case(n_layers, B, S, L, d_model, src_rows, tgt_lengths):
+    """Random blocks, inputs and masks for one check of 2.3 (True = may attend)."""
+    enc_layers = [ResidualBlock(d_model, role="encoder") for _ in range(n_layers)]
+    dec_layers = [(ResidualBlock(d_model, role="decoder"), ResidualBlock(d_model, role="cross")) for _ in range(n_layers)]
+    masks = {"src_padding": torch.tensor(src_rows, dtype=torch.bool)[:, None, None, :],  # (B, 1, 1, S)
+             "tgt_padding": (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :],  # (B, 1, 1, L)
+             "causal": torch.ones(L, L, dtype=torch.bool).tril()}  # (L, L)
+    return enc_layers, dec_layers, torch.randn(B, S, d_model), torch.randn(B, L, d_model), masks
+
+
+@checker("ch02", "2.3", "N 层叠起来：每一层的三个块从哪里取输入")
+def check_run_stack(fn):
+    """``fn(enc_layers, dec_layers, enc_x, dec_x, masks) -> (B, L, d_model)``: the decoder's output after N layers,
+    each layer only its attention blocks; ``dec_layers`` holds N (masked self-attention, cross-attention) pairs."""
+    for n_layers, B, S, L, d_model, src_rows, tgt_lengths in STACK_CASES:
+        enc_layers, dec_layers, enc_x, dec_x, masks = stack_case(n_layers, B, S, L, d_model, src_rows, tgt_lengths)
+        what = f"run_stack（{n_layers} 层，enc_x {tuple(enc_x.shape)}，dec_x {tuple(dec_x.shape)}）"
+        out = expect_tensor(call(fn, enc_layers, dec_layers, enc_x, dec_x, masks, what="run_stack"), what)
+        with torch.no_grad():
+            truth = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks)
+        if tuple(out.shape) == (B, S, d_model):
+            raise Mistake(f"{what} 返回的形状是 {(B, S, d_model)}，这是编码器那边的形状；要返回解码器最后一层的输出 {(B, L, d_model)}")
+        if tuple(out.shape) != (B, L, d_model):
+            raise Mistake(f"{what} 的形状应该是 {(B, L, d_model)}，实际是 {tuple(out.shape)}")
+        got = out.detach().double()
+        if torch.allclose(got, truth.double(), atol=1e-5, rtol=1e-4):
+            continue
+        with torch.no_grad():
+            for mistake, message in STACK_MISTAKES.items():
+                wrong = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, mistake=mistake)
+                if torch.allclose(got, wrong.double(), atol=1e-5, rtol=1e-4):
+                    raise Mistake(f"{what}：{message}")
+        diff = (got - truth.double()).abs().max().item()
+        raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）：检查每一层三个块的 Q、K、V 和掩码")

@@ -3,11 +3,11 @@
 * 3.1 ``check_cross_projection_shapes``: predict Q', K', V' in cross-attention (L != S).
 * 3.2 ``check_count_parameters_general``: parameters of a layer whose heads are d_k (queries, keys) and d_v
   (values) wide, d_k, d_v free.
-* 3.3 ``check_project_packed``: Q', K', V' from one packed (3·d_model, d_model) weight, as nn.MultiheadAttention
-  stores it, with matrix products only.
+* 3.3 ``check_packed_head_k``: one head's K' straight from the packed (3·d_model, d_model) weight that
+  nn.MultiheadAttention stores (the K block, then the head's d_k rows), with matrix products only.
 
 The earlier tasks keep their checkers (saved notebooks call them): ``check_projection_shape``,
-``check_count_parameters``, ``check_project_matmul``.
+``check_count_parameters``, ``check_project_matmul``, ``check_project_packed`` (all of Q', K', V' from the packed weight).
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from mha.steps import project
 from ._core import (LINEAR, PREDICT_SHAPES, Mistake, as_shape_dict, as_int, as_shape, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
 
-__all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_project_packed",
-           "check_projection_shape", "check_count_parameters", "check_project_matmul"]
+__all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_packed_head_k",
+           "check_project_packed", "check_projection_shape", "check_count_parameters", "check_project_matmul"]
 
 
 # ---------------------------------------------------------------- 3.1
@@ -233,6 +233,8 @@ def check_count_parameters_general(fn):
                 raise Mistake(f"{args} 时你答 {got}：只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维")
             if bias and got == _general_count(d, h, d_k, d_v, False):
                 raise Mistake(f"{args} 时你答 {got}：bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数")
+            if not bias and got == _general_count(d, h, d_k, d_v, True):
+                raise Mistake(f"{args} 时你答 {got}：把偏置也数进去了；bias=False 时四个 Linear 都没有偏置，只数权重。应为 {want}")
             if bias and got == _general_count(d, h, d_k, d_v, False) + h * d_k * 2 + h * d_v + h * d_v:
                 raise Mistake(f"{args} 时你答 {got}：W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")
             raise Mistake(f"{args} 时你答 {got}，应为 {want}：每个 nn.Linear(in, out) 有 in·out 个权重"
@@ -240,7 +242,7 @@ def check_count_parameters_general(fn):
 
 
 # ---------------------------------------------------------------- 3.3 (one packed weight, as nn.MultiheadAttention stores it)
-@checker("ch03", "3.3", "从叠在一起的 in_proj_weight 算出 Q′、K′、V′")
+@checker("ch03", "3.3", "从叠在一起的 in_proj_weight 算出 Q′、K′、V′", listed=False)
 def check_project_packed(fn):
     """``fn(x (B, L, d), in_proj_weight (3d, d), in_proj_bias (3d,) or None) -> (q, k, v)``, each ``x @ W_i.T + b_i``
     for the i-th (d, d) block (Q, K, V in order); only matrix products, no F.linear / Linear call / mha.project."""
@@ -276,3 +278,76 @@ def check_project_packed(fn):
             expect_close(g, w_, f"{where} 时的 {name}", hint="应为 x @ W_i.T + b_i，W_i 是 in_proj_weight 的第 i 块")
         expect_gradients(sum(t.sum() for t in got), {"x": x, "in_proj_weight": W, **({"in_proj_bias": b} if bias else {})},
                          f"{where} 时的返回值")
+
+
+# ---------------------------------------------------------------- 3.3 (one head's K' straight from the packed weight)
+HEAD_CASES = [  # (B, L, d_model, n_heads, head (code index), bias)
+    (2, 3, 8, 2, 1, True), (1, 4, 12, 3, 0, False), (3, 2, 12, 4, 2, True), (2, 5, 16, 4, 3, True)]
+
+
+def packed_head_k(x, in_proj_weight, in_proj_bias, n_heads, head, *, block=1, offset=0, interleaved=False,
+                  bias=True, input_columns=False):
+    """K' of one head from the packed weight (the keywords make the typical wrong cousins; defaults give the truth):
+    rows d_model .. 2 d_model of ``in_proj_weight`` are W_k, and head ``head`` owns d_k consecutive rows of them."""
+    d = in_proj_weight.shape[1]
+    d_k = d // n_heads
+    W = in_proj_weight[block * d:(block + 1) * d]  # (d, d): W_k for block 1
+    b = None if in_proj_bias is None or not bias else in_proj_bias[block * d:(block + 1) * d]
+    h = head + offset
+    rows = slice(h, None, n_heads) if interleaved else slice(h * d_k, (h + 1) * d_k)
+    if input_columns:  # the head's slice of the input features instead of its output rows
+        out = x[..., rows] @ W[rows][:, rows].T  # (B, L, d_k)
+        return out if b is None else out + b[rows]
+    out = x @ W[rows].T  # (B, L, d_k)
+    return out if b is None else out + b[rows]
+
+
+HEAD_MISTAKES = [
+    (dict(block=0), "用了第 0 块（W_q）：in_proj_weight 按 Q、K、V 的顺序竖着叠放，W_k 是第 d_model 到 2·d_model−1 行"),
+    (dict(block=2), "用了第 2 块（W_v）：W_k 是中间那一块，第 d_model 到 2·d_model−1 行"),
+    (dict(offset=1), "取成了下一个头：head 是代码下标，从 0 数（head=0 是头 1），它的行是 W_k 的第 head·d_k 到 (head+1)·d_k−1 行"),
+    (dict(offset=-1), "取成了上一个头：head 是代码下标，从 0 数，它的行是 W_k 的第 head·d_k 到 (head+1)·d_k−1 行"),
+    (dict(interleaved=True), "每隔 n_heads 行取了一行：一个头的 d_k 行在 W_k 里是连续的一段（分头就是把 d_model 个输出切成 h 段）"),
+    (dict(bias=False), "忘了加偏置：in_proj_bias 也要先取 K 那一段，再取这个头的 d_k 个数"),
+    (dict(input_columns=True), "切的是输入的列：分头切的是投影的输出，每个头的 Key 仍然用到输入的全部 d_model 个数；"
+                               "要取 W_k 的 d_k 行，乘整个 x"),
+]
+
+
+@checker("ch03", "3.3", "从叠在一起的 in_proj_weight 直接算出一个头的 K′")
+def check_packed_head_k(fn):
+    """``fn(x (B, L, d), in_proj_weight (3d, d), in_proj_bias (3d,) or None, n_heads, head) -> (B, L, d_k)``: the Key
+    projection of head ``head`` (code index, from 0), ``x @ W.T + b`` with the d_k rows of W_k that head owns."""
+    for B, L, d, h, head, bias in HEAD_CASES:
+        d_k = d // h
+        x = torch.randn(B, L, d, dtype=torch.float64, requires_grad=True)
+        W = torch.randn(3 * d, d, dtype=torch.float64, requires_grad=True)
+        b = torch.randn(3 * d, dtype=torch.float64, requires_grad=True) if bias else None
+        where = (f"x {(B, L, d)}、in_proj_weight {(3 * d, d)}、in_proj_bias {'(%d,)' % (3 * d) if bias else 'None'}、"
+                 f"n_heads={h}、head={head}")
+        try:
+            out = call(fn, x, W, b, h, head, what="你的函数", forbid=(LINEAR, project),
+                       shortcut_hint="请用切片取出 W_k 里这个头的 d_k 行，只用矩阵乘法（@）和加法")
+        except Mistake as m:
+            if b is None and "运行时抛出了" in str(m):
+                raise Mistake(f"{m}。这一组的 in_proj_bias 是 None（没有偏置）：这时只算 x @ W.T") from None
+            raise
+        got = expect_tensor(out, f"{where} 时的返回值")
+        want = packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head)
+        if tuple(got.shape) == (B, L, d):
+            raise Mistake(f"{where} 时返回了 {(B, L, d)}：这是整个 K′；只要头 {head + 1}（head={head}）的 d_k = {d_k} 维")
+        if tuple(got.shape) == (B, L, 0):
+            raise Mistake(f"{where} 时返回值的形状是 {(B, L, 0)}：切片越界了。head 是代码下标，从 0 数（head=0 是头 1），"
+                          f"最后一个头是 head = n_heads − 1 = {h - 1}，它的行是 W_k 的第 head·d_k 到 (head+1)·d_k−1 行")
+        if tuple(got.shape) != (B, L, d_k):
+            raise Mistake(f"{where} 时返回值的形状应该是 {(B, L, d_k)}，实际是 {tuple(got.shape)}")
+        g = got.detach().double()
+        if torch.allclose(g, want, atol=1e-6):
+            expect_gradients(got, {"x": x, "in_proj_weight": W}, f"{where} 时的返回值")
+            continue
+        for kwargs, message in HEAD_MISTAKES:
+            if 0 <= head + kwargs.get("offset", 0) < h and not (kwargs.get("bias") is False and b is None):
+                wrong = packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head, **kwargs)
+                if torch.allclose(g, wrong, atol=1e-6):
+                    raise Mistake(f"{where} 时{message}")
+        expect_close(got, want, f"{where} 时的返回值", hint="头 head 的行是 in_proj_weight[d_model + head·d_k : d_model + (head+1)·d_k]")

@@ -36,12 +36,12 @@ def plot_attention_blocks(ax=None):
         _, ax = plt.subplots(figsize=(5.4, 6.3))
     xe, xd = 1.3, 4.05
     left = [(0.4, _H, "源句 Embedding + PE", _PLAIN),
-            (1.75, 1.0, "① 编码器自注意力\nQ = K = V = x\npadding 掩码", BLOCK_COLORS["encoder"]),
+            (1.75, 1.0, "① 编码器自注意力\nQ = K = V = 源句的 x\npadding 掩码", BLOCK_COLORS["encoder"]),
             (3.0, _H, "前馈网络 FFN", _PLAIN),
-            (4.9, _H, "编码器输出 memory", _PLAIN)]
+            (4.9, _H, "编码器输出 enc_out", _PLAIN)]
     right = [(0.4, _H, "目标句 Embedding + PE", _PLAIN),
-             (1.75, 1.0, "② 解码器带掩码自注意力\nQ = K = V = y\npadding + 因果掩码", BLOCK_COLORS["decoder"]),
-             (3.35, 1.25, "③ 交叉注意力\nQ 来自解码器\nK = V = memory\n源句的 padding 掩码", BLOCK_COLORS["cross"]),
+             (1.75, 1.0, "② 解码器掩码自注意力\nQ = K = V = 解码器输入\npadding + 因果掩码", BLOCK_COLORS["decoder"]),
+             (3.35, 1.25, "③ 解码器交叉注意力\nQ 来自解码器\nK = V = 编码器输出\n源句的 padding 掩码", BLOCK_COLORS["cross"]),
              (4.65, _H, "前馈网络 FFN", _PLAIN),
              (5.6, _H, "Linear + softmax", _PLAIN)]
     for x, boxes in ((xe, left), (xd, right)):

@@ -20,7 +20,7 @@ def flow_shapes(B: int = 2, L: int = 4, d_model: int = 512, n_heads: int = 8):
         raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
     d_k = d_model // n_heads
     shapes = [f"({B}, {L}, {d_model})", f"({B}, {L}, {d_model})", f"({B}, {n_heads}, {L}, {d_k})",
-              f"({B}, {n_heads}, {L}, {d_k})", f"({B}, {L}, {n_heads}x{d_k}={d_model})", f"({B}, {L}, {d_model})"]
+              f"({B}, {n_heads}, {L}, {d_k})", f"({B}, {L}, {n_heads}×{d_k}={d_model})", f"({B}, {L}, {d_model})"]
     return [(f"{i + 1}. {name}", shape) for i, (name, shape) in enumerate(zip(STEP_NAMES, shapes))]
 
 
