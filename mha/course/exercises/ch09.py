@@ -38,7 +38,7 @@ PADDING_CASES = [
 ]
 
 
-@checker("ch09", "9.1", "从 token id 构造 padding mask")
+@checker("ch09", "9.1", "从 token id 构造 padding 掩码")
 def check_padding_mask(fn):
     """``fn(token_ids (B, S) int64, pad_id int) -> (B, 1, 1, S) bool``, True = real token (may attend).
 
