@@ -260,7 +260,11 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
     (lambda ids, p: ~decoder_ok(ids, p), ["极性反了"]),
     (lambda ids, p: decoder_ok(ids, p)[:, 0], ["少了头的轴", "(B, L, L)"]),
     (lambda ids, p: decoder_ok(ids, p).int(), ["dtype", "torch.bool"]),
-    (lambda ids, p: decoder_ok(ids, 0), ["pad_id = 3"]),  # PAD id fixed at 0
+    (lambda ids, p: decoder_ok(ids, 0), ["pad_id 不一定是 0"]),  # PAD id fixed at 0
+    (_decoder_with(lambda keep: (torch.arange(keep.shape[1])[None, :] < keep.sum(-1, keepdim=True))[:, None, None, :]),
+     ["真实 token 的个数", "句子中间"]),  # a mask from lengths
+    (lambda ids, p: (ids == p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
+     ["padding 部分反了"]),
     (lambda ids, p: (ids > p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
      ["pad_id = 3", "不对"]),  # `>` instead of `!=`
     (lambda ids, p: mha.padding_mask(ids, p) & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
@@ -397,6 +401,8 @@ test_cache_step_wrong = wrong_answers([
     (check_cache_step_mask, {"buggy_sees": [4], "mask": _cache_mask}, "不对"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool).tril()}, "对齐在左上角"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: ~_cache_mask(L, S)}, "极性反了"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool).tril(L - S)},
+     "偏移符号反了"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool)}, "全是 True"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: _cache_mask(L, S).long()}, "dtype"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: mha.causal_mask(L, S)}, "不能调用现成的"),

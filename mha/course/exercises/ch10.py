@@ -168,26 +168,26 @@ def check_window_mask(fn):
     for L, w in WINDOW_CASES:
         out = expect_tensor(call(fn, L, w, what="你的窗口掩码函数", forbid=(causal_mask, apply_causal)),
                             f"window_mask({L}, {w})")
-        expect_shape(out, (L, L), f"window_mask({L}, {w})", hint="行是 query i，列是 key j：(L, L)")
+        expect_shape(out, (L, L), f"window_mask({L}, {w})", hint="行是 query t，列是 key s：(L, L)")
         want = window_mask(L, w)
         got = _as_bool(out)
         if torch.equal(got, want):
             if out.dtype != torch.bool:
                 raise Mistake(f"window_mask({L}, {w}) 的位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool："
-                              "`masked_fill(~mask, ...)` 需要 bool，对整数张量 `~` 是按位取反（~1 == -2）")
+                              "`masked_fill(~mask, ...)` 需要 bool：对整数张量 `~` 是按位取反（~1 == -2），对浮点张量 `~` 直接报错")
             continue
         where = f"window_mask({L}, {w})"
         named = [
-            (_band(L, -(L - 1), 0), f"{where} 是普通的因果掩码：你没有用窗口 w，query i 还能看到 i − w 及更早的 key。"
+            (_band(L, -(L - 1), 0), f"{where} 是普通的因果掩码：你没有用窗口 w，query t 还能看到 t − w 及更早的 key。"
                                     "窗口只留最近的 w 个 key（含自己）"),
-            (_band(L, -w, 0), f"{where} 的窗口多了一个：query i 看到了 i − w 到 i，共 w + 1 个 key；"
-                              "含自己在内应该正好 w 个：i − w < j ≤ i"),
-            (_band(L, -(w - 2), 0), f"{where} 的窗口少了一个：含自己在内应该正好 w 个 key（i − w < j ≤ i）"),
-            (_band(L, -(w - 1), -1), f"{where} 把对角线挡住了：query i 可以看它自己（j = i），窗口是 i − w < j ≤ i"),
-            (_band(L, -w, -1), f"{where} 把对角线挡住了（窗口整体往前挪了一格）：query i 可以看它自己，窗口是 i − w < j ≤ i"),
-            (_band(L, -(w - 1), w - 1), f"{where} 的窗口向两边展开了：query i 也看到了 j > i 的未来 key。"
+            (_band(L, -w, 0), f"{where} 的窗口多了一个：query t 看到了 t − w 到 t，共 w + 1 个 key；"
+                              "含自己在内应该正好 w 个：t − w < s ≤ t"),
+            (_band(L, -(w - 2), 0), f"{where} 的窗口少了一个：含自己在内应该正好 w 个 key（t − w < s ≤ t）"),
+            (_band(L, -(w - 1), -1), f"{where} 把对角线挡住了：query t 可以看它自己（s = t），窗口是 t − w < s ≤ t"),
+            (_band(L, -w, -1), f"{where} 把对角线挡住了（窗口整体往前挪了一格）：query t 可以看它自己，窗口是 t − w < s ≤ t"),
+            (_band(L, -(w - 1), w - 1), f"{where} 的窗口向两边展开了：query t 也看到了 s > t 的未来 key。"
                                         "因果掩码只许往前看，窗口在对角线的左边（含对角线）"),
-            (_band(L, 0, w - 1), f"{where} 的窗口朝向反了：你让 query i 看 i 到 i + w − 1（未来），应该是 i − w + 1 到 i"),
+            (_band(L, 0, w - 1), f"{where} 的窗口朝向反了：你让 query t 看 t 到 t + w − 1（未来），应该是 t − w + 1 到 t"),
             (~want, f"{where} 的极性反了：True 应该表示“可以看”。你标出的是被挡住的位置"),
         ]
         for wrong, msg in named:
@@ -239,7 +239,14 @@ def check_decoder_mask(fn):
                 raise Mistake(f"位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool；`!=` 和 `&` 本来就给出 bool")
             continue
         upto_first_pad = keep.int().cumprod(dim=-1).bool()  # real tokens only before the first PAD
+        by_length = torch.arange(L)[None, :] < keep.sum(dim=-1, keepdim=True)  # the first (number of real tokens)
+        zero_is_pad = token_ids != 0
         named = [
+            (zero_is_pad[:, None, None, :] & causal, f"{where}：你把 id 0 当成了 PAD；pad_id 不一定是 0，要和参数 pad_id 比较"),
+            (by_length[:, None, None, :] & causal,
+             f"{where}：你按“真实 token 的个数”挡住了后面的位置，好像 PAD 都在句子末尾。PAD 可能在句子中间，"
+             "要逐个 token 判断是不是 PAD（dec_ids != pad_id）"),
+            (~keep[:, None, None, :] & causal, f"{where}：padding 部分反了：你让 query 只看 PAD。True 应该是真实 token（dec_ids != pad_id）"),
             (keep[:, None, :, None] & causal, f"{where}：PAD 挡住的应该是列（key），你挡住的是行（query）："
                                                "padding 部分的形状是 (B, 1, 1, L)，不是 (B, 1, L, 1)"),
             ((keep[:, None, :, None] & keep[:, None, None, :]) & causal,
@@ -250,7 +257,7 @@ def check_decoder_mask(fn):
             (upto_first_pad[:, None, None, :] & causal,
              f"{where}：你把第一个 PAD 之后的所有位置都挡住了（像是按长度算的）。PAD 可以出现在句子中间，"
              "要逐个 token 判断是不是 PAD，PAD 后面的真实 token 仍然可以看"),
-            (pad_cols & torch.ones(L, L, dtype=torch.bool).triu(), f"{where}：因果部分取成了上三角：query i 只能看 j ≤ i，是下三角"),
+            (pad_cols & torch.ones(L, L, dtype=torch.bool).triu(), f"{where}：因果部分取成了上三角：query t 只能看 s ≤ t，是下三角"),
             (pad_cols & causal.tril(-1), f"{where}：把对角线也挡住了：一个真实 token 可以看它自己"),
             (~want, f"{where}：极性反了：True 应该表示“可以看”"),
         ]
@@ -259,7 +266,7 @@ def check_decoder_mask(fn):
                 raise Mistake(msg)
         bad = (got != want).nonzero()[0].tolist()
         raise Mistake(f"{where}：在下标 {tuple(bad)}（batch, 1, query, key）处不对，应该是 {bool(want[tuple(bad)])}；"
-                      "query i 能看 key j 当且仅当 j ≤ i 且第 j 个 token 不是 PAD")
+                      "query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD")
 
 
 # ---------------------------------------------------------------- 10.3 cross-attention shapes
@@ -373,7 +380,7 @@ def check_cache_step_mask(answer):
                           f"(1, {BUGGY_S}) 的第 0 行只保留第 0 列")
         raise Mistake(f'answer["buggy_sees"] = {sees} 不对：算一算 torch.ones(1, {BUGGY_S}).tril() 的第 0 行')
     fn = part(answer["mask"], 'answer["mask"]')
-    for L, S in [(1, 5), (2, 6), (3, 3), (1, 1), (4, 7)]:
+    for L, S in [(2, 6), (1, 5), (3, 3), (1, 1), (4, 7)]:
         out = expect_tensor(call(fn, L, S, what="你的掩码函数", forbid=(causal_mask, apply_causal)), f"mask({L}, {S})")
         want = causal_mask(L, S)
         expect_shape(out, (L, S), f"mask({L}, {S})", hint="(L, S)：每个新 query 一行，cache 里和新来的全部 key 一列")
@@ -385,9 +392,12 @@ def check_cache_step_mask(answer):
         if torch.equal(got, torch.ones(L, S, dtype=torch.bool).tril()):
             raise Mistake(f"mask({L}, {S}) 对齐在左上角（tril() 没有偏移）：新 query r 在位置 {S - L} + r，"
                           f"它能看 0 到 {S - L} + r 的 key；用 tril(diagonal=S − L)")
-        if torch.equal(got, ~want):
+        if L != S and torch.equal(got, torch.ones(L, S, dtype=torch.bool).tril(diagonal=L - S)):
+            raise Mistake(f"mask({L}, {S}) 的偏移符号反了：你用的是 tril(diagonal=L − S)；新 query 在 cache 之后，"
+                          "它们能看的 key 更多，要往右上挪：tril(diagonal=S − L)")
+        if want.any() and not want.all() and torch.equal(got, ~want):
             raise Mistake(f"mask({L}, {S}) 的极性反了：True 表示可以看")
         if torch.equal(got, torch.ones(L, S, dtype=torch.bool)):
             raise Mistake(f"mask({L}, {S}) 全是 True：L > 1 时新来的 query 之间仍要遮住后面的那些")
         bad = (got != want).nonzero()[0].tolist()
-        raise Mistake(f"mask({L}, {S}) 在 (query, key) = {tuple(bad)} 处不对：query r 能看 key j 当且仅当 j ≤ (S − L) + r")
+        raise Mistake(f"mask({L}, {S}) 在 (query, key) = {tuple(bad)} 处不对：query r 能看 key s 当且仅当 s ≤ (S − L) + r")
