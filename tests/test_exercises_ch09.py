@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import check_middle_widths, check_one_head_weights, check_padding_mask, check_zero_weights
+from mha.exercises import check_all_head_weights, check_middle_widths, check_one_head_weights, check_padding_mask, check_zero_weights
 from exercise_support import (RETURNED_GARBAGE, answers_for, every, fails_with, mistakes_for, not_done_answers,
                               passes, raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs,
                               shape_styles, shapes_changed, shapes_mapped, shapes_without, wrong_answers)
@@ -277,13 +277,92 @@ WIDTHS_WRONG = mistakes_for(check_middle_widths, [
 ])
 
 
+# ---------------------------------------------------------------- 9.2 (reworked) every head, split by hand
+
+def all_heads_ok(q_proj, k_proj, n_heads, key_mask):
+    L, d_model = q_proj.shape
+    S, d_k = k_proj.shape[0], d_model // n_heads
+    q = q_proj.view(L, n_heads, d_k).transpose(0, 1)   # (h, L, d_k)
+    k = k_proj.view(S, n_heads, d_k).transpose(0, 1)   # (h, S, d_k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    return torch.softmax(scores.masked_fill(~key_mask, float("-inf")), dim=-1)
+
+
+def all_heads_loop(qp, kp, h, m):  # renamed arguments, a loop over heads, torch.stack
+    d_k = qp.shape[1] // h
+    out = []
+    for i in range(h):
+        s = qp[:, i * d_k:(i + 1) * d_k] @ kp[:, i * d_k:(i + 1) * d_k].T / d_k ** 0.5
+        out.append(torch.softmax(s.masked_fill(~m, -1e9), dim=-1))
+    return torch.stack(out)
+
+
+def all_heads_chunk(q_proj, k_proj, n_heads, key_mask):  # torch.chunk + einsum + F.softmax + finfo.min
+    q = torch.stack(q_proj.chunk(n_heads, dim=-1))
+    k = torch.stack(k_proj.chunk(n_heads, dim=-1))
+    s = torch.einsum("hld,hsd->hls", q, k) / math.sqrt(q.shape[-1])
+    return F.softmax(s.masked_fill(~key_mask, torch.finfo(s.dtype).min), dim=-1)
+
+
+def _all_heads_variant(view, scale=lambda d_k, d_model: math.sqrt(d_k), dim=-1, mask=lambda m: m, after=False):
+    def fn(q_proj, k_proj, n_heads, key_mask):
+        L, d_model = q_proj.shape
+        S, d_k = k_proj.shape[0], d_model // n_heads
+        q, k = view(q_proj, L, n_heads, d_k), view(k_proj, S, n_heads, d_k)
+        s = q @ k.transpose(-2, -1) / scale(d_k, d_model)
+        if after:
+            return torch.softmax(s, dim=-1).masked_fill(~key_mask, 0.0)
+        return torch.softmax(s.masked_fill(~mask(key_mask), -1e9), dim=dim)
+    return fn
+
+
+def _right_view(t, n, h, d_k):
+    return t.view(n, h, d_k).transpose(0, 1)
+
+
+def all_heads_wrong_gradient(q, k, h, m):  # right values, but the gradient to q_proj is scaled
+    w = all_heads_ok(q, k, h, m)
+    return w + (q.sum() - q.sum().detach()) * 1e-2
+
+
+ALL_HEADS_RIGHT = answers_for(check_all_head_weights, [
+    all_heads_ok,
+    all_heads_loop,
+    all_heads_chunk,
+    lambda q, k, h, m: all_heads_ok(q.float(), k.float(), h, m),  # float32 is fine
+])
+
+ALL_HEADS_WRONG = mistakes_for(check_all_head_weights, [
+    (_all_heads_variant(lambda t, n, h, d_k: t.reshape(h, n, d_k)), ["少了 transpose"]),
+    (_all_heads_variant(lambda t, n, h, d_k: t.view(n, d_k, h).permute(2, 0, 1)), ["隔 h 取一列"]),
+    (_all_heads_variant(_right_view, scale=lambda d_k, d_model: 1.0), ["忘了除以 √d_k"]),
+    (_all_heads_variant(_right_view, scale=lambda d_k, d_model: math.sqrt(d_model)), ["√d_model"]),
+    (_all_heads_variant(_right_view, dim=-2), ["softmax 的轴错了"]),
+    (_all_heads_variant(_right_view, mask=lambda m: ~m), ["极性反了"]),
+    (_all_heads_variant(_right_view, mask=lambda m: torch.ones_like(m)), ["没有用掩码"]),
+    (_all_heads_variant(_right_view, after=True), ["softmax 之后"]),
+    (lambda q, k, h, m: all_heads_ok(q, k, h, m).transpose(0, 1), ["(L, h, S)"]),
+    (lambda q, k, h, m: all_heads_ok(q, k, h, m).mean(0), ["(L, S)", "不要把头合并"]),
+    (lambda q, k, h, m: all_heads_ok(q, k, h, m).transpose(1, 2), ["(h, S, L)"]),
+    (lambda q, k, h, m: all_heads_ok(q, k, h, m).detach(), ["不能求梯度"]),
+    (lambda q, k, h, m: all_heads_ok(q, k.detach(), h, m), ["梯度传不到 k_proj"]),
+    (all_heads_wrong_gradient, ["梯度不对", "q_proj"]),
+    (lambda q, k, h, m: mha.masked_softmax(mha.attention_scores(mha.split_heads(q[None], h), mha.split_heads(k[None], h)), m)[0],
+     ["不能调用现成的", "mha.steps.split_heads"]),
+    (lambda q, k, h, m: F.scaled_dot_product_attention(q, k, k), ["不能调用现成的", "scaled_dot_product_attention"]),
+    (lambda q, k, h, m: q @ k, ["运行时抛出了"]),  # a torch error inside the student's code
+    (lambda q, k, h, m: None, ["返回了 None"]),
+    (raise_value_error, ["ValueError: boom"]),
+])
+
+
 # ---------------------------------------------------------------- the tables, run
-test_right_answers_pass = right_answers(PAD_RIGHT, WEIGHTS_RIGHT, WIDTHS_RIGHT)
-test_wrong_answers_are_named = wrong_answers(PAD_WRONG, WEIGHTS_WRONG, WIDTHS_WRONG)
+test_right_answers_pass = right_answers(PAD_RIGHT, ALL_HEADS_RIGHT, WEIGHTS_RIGHT, WIDTHS_RIGHT)
+test_wrong_answers_are_named = wrong_answers(PAD_WRONG, ALL_HEADS_WRONG, WEIGHTS_WRONG, WIDTHS_WRONG)
 # The stub and garbage answers of these exercises beyond the generic ones (tests/test_exercises_common.py).
 test_stubs_are_not_done = not_done_answers(answers_for(check_middle_widths,
                                                       shape_dict_stubs(widths_ok, 1, 1, 2, 1, 1, 1)))
-test_garbage_gets_a_verdict = wrong_answers(every([check_padding_mask, check_one_head_weights, check_middle_widths],
+test_garbage_gets_a_verdict = wrong_answers(every([check_padding_mask, check_all_head_weights, check_one_head_weights, check_middle_widths],
                                                   RETURNED_GARBAGE + shape_dict_garbage(widths_ok, 1, 1, 2, 1, 1, 1)))
 
 

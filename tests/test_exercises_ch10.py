@@ -3,13 +3,14 @@ every wrong or forbidden answer fails with a verdict that names it, nothing reac
 checker's own error branch (``verdict`` asserts that). The generic stub and garbage answers are
 tried on every checker in tests/test_exercises_common.py."""
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
 import mha
 from mha.exercises import check_causal_mask, check_combine_masks, check_cross_attention_shapes
-from mha.exercises import check_cache_step_mask
-from exercise_support import (RETURNED_GARBAGE, answers_for, every, mistakes_for, not_done_answers,
+from mha.exercises import check_cache_step_mask, check_decoder_mask, check_window_mask
+from exercise_support import (RETURNED_GARBAGE, verdict_allowing_prints, answers_for, every, mistakes_for, not_done_answers,
                               raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs, shape_styles,
                               shapes_changed, shapes_mapped, shapes_without, wrong_answers)
 
@@ -144,6 +145,137 @@ COMBINE_WRONG = mistakes_for(check_combine_masks, [
 ])
 
 
+# ---------------------------------------------------------------- 10.1 (reworked) causal mask with a window w
+
+def window_ok(L, w):
+    ones = torch.ones(L, L, dtype=torch.bool)
+    return ones.tril() & ~ones.tril(-w)
+
+
+def window_arange(n, width):  # renamed arguments, index comparisons
+    i = torch.arange(n)
+    d = i[:, None] - i[None, :]  # query - key
+    return (d >= 0) & (d < width)
+
+
+def window_loop(L, w):
+    m = torch.zeros(L, L, dtype=torch.bool)
+    for i in range(L):
+        m[i, max(0, i - w + 1):i + 1] = True
+    return m
+
+
+def window_printing(L, w):  # an honest answer that prints while debugging
+    out = window_ok(L, w)
+    print(mha.fmt(out.int(), 0))
+    return out
+
+
+def _window_band(lo, hi):  # True where lo <= key - query <= hi
+    def fn(L, w):
+        i = torch.arange(L)
+        d = i[None, :] - i[:, None]
+        return (d >= lo(w)) & (d <= hi(w))
+    return fn
+
+
+WINDOW_RIGHT = answers_for(check_window_mask, [
+    window_ok,
+    window_arange,
+    window_loop,
+    lambda L, w: torch.ones(L, L).tril().triu(-(w - 1)).bool(),
+])
+
+WINDOW_WRONG = mistakes_for(check_window_mask, [
+    (lambda L, w: torch.ones(L, L, dtype=torch.bool).tril(), ["普通的因果掩码", "没有用窗口 w"]),
+    (_window_band(lambda w: -w, lambda w: 0), ["多了一个", "w + 1"]),
+    (_window_band(lambda w: -(w - 2), lambda w: 0), ["少了一个"]),
+    (_window_band(lambda w: -(w - 1), lambda w: -1), ["对角线"]),
+    (_window_band(lambda w: -(w - 1), lambda w: w - 1), ["向两边展开", "未来"]),
+    (_window_band(lambda w: 0, lambda w: w - 1), ["朝向反了"]),
+    (lambda L, w: ~window_ok(L, w), ["极性反了"]),
+    (lambda L, w: window_ok(L, w).long(), ["dtype", "torch.bool"]),
+    (lambda L, w: window_ok(L, w)[None, None], ["形状", "(L, L)"]),
+    (lambda L, w: window_ok(L, 2), ["window_mask(6, 3)"]),  # a fixed window
+    (lambda L, w: window_ok(L, min(w, 4)), ["window_mask(8, 8)", "不对"]),  # wrong only for a wide window
+    (lambda L, w: mha.causal_mask(L) & ~mha.causal_mask(L).tril(-w), [SHORTCUT, "mha.masks.causal_mask"]),
+    (lambda L, w: None, ["返回了 None"]),
+    (raise_value_error, ["ValueError: boom"]),
+])
+
+
+# ---------------------------------------------------------------- 10.2 (reworked) decoder mask from token ids
+
+def decoder_ok(dec_ids, pad_id):
+    L = dec_ids.shape[1]
+    return (dec_ids != pad_id)[:, None, None, :] & torch.ones(L, L, dtype=torch.bool).tril()
+
+
+def decoder_arange(ids, p):  # renamed arguments, index comparisons, unsqueeze
+    i = torch.arange(ids.shape[1])
+    return (ids != p).unsqueeze(1).unsqueeze(1) & (i[None, :] <= i[:, None])
+
+
+def decoder_loop(dec_ids, pad_id):
+    B, L = dec_ids.shape
+    out = torch.zeros(B, 1, L, L, dtype=torch.bool)
+    for b in range(B):
+        for i in range(L):
+            for j in range(i + 1):
+                out[b, 0, i, j] = bool(dec_ids[b, j] != pad_id)
+    return out
+
+
+def decoder_printing(dec_ids, pad_id):  # prints with the book's helper while debugging
+    out = decoder_ok(dec_ids, pad_id)
+    print(mha.fmt(out[:, 0].int(), 0))
+    return out
+
+
+def _decoder_with(pad_part, causal_part=lambda L: torch.ones(L, L, dtype=torch.bool).tril(), combine=lambda a, b: a & b):
+    def fn(dec_ids, pad_id):
+        return combine(pad_part(dec_ids != pad_id), causal_part(dec_ids.shape[1]))
+    return fn
+
+
+COLUMNS = lambda keep: keep[:, None, None, :]  # noqa: E731
+
+
+DECODER_RIGHT = answers_for(check_decoder_mask, [
+    decoder_ok,
+    decoder_arange,
+    decoder_loop,
+    lambda ids, p: ((ids != p).long()[:, None, None, :] * torch.ones(ids.shape[1], ids.shape[1]).tril().long()).bool(),
+])
+
+DECODER_WRONG = mistakes_for(check_decoder_mask, [
+    (_decoder_with(lambda keep: keep[:, None, :, None]), ["挡住的应该是列", "(B, 1, 1, L)"]),
+    (_decoder_with(lambda keep: keep[:, None, :, None] & keep[:, None, None, :]), ["PAD 的行也挡住了"]),
+    (_decoder_with(COLUMNS, combine=lambda a, b: a | b), ["“或”"]),
+    (_decoder_with(lambda keep: torch.ones_like(keep)[:, None, None, :]), ["只有因果部分"]),
+    (_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool)), ["只有 padding 部分"]),
+    (_decoder_with(lambda keep: keep.int().cumprod(-1).bool()[:, None, None, :]), ["第一个 PAD 之后", "句子中间"]),
+    (_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool).triu()), ["上三角"]),
+    (_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool).tril(-1)), ["对角线"]),
+    (lambda ids, p: ~decoder_ok(ids, p), ["极性反了"]),
+    (lambda ids, p: decoder_ok(ids, p)[:, 0], ["少了头的轴", "(B, L, L)"]),
+    (lambda ids, p: decoder_ok(ids, p).int(), ["dtype", "torch.bool"]),
+    (lambda ids, p: decoder_ok(ids, 0), ["pad_id 不一定是 0"]),  # PAD id fixed at 0
+    (_decoder_with(lambda keep: (torch.arange(keep.shape[1])[None, :] < keep.sum(-1, keepdim=True))[:, None, None, :]),
+     ["真实 token 的个数", "句子中间"]),  # a mask from lengths
+    (lambda ids, p: (ids == p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
+     ["padding 部分反了"]),
+    (lambda ids, p: (ids > p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
+     ["pad_id = 3", "不对"]),  # `>` instead of `!=`
+    (lambda ids, p: mha.padding_mask(ids, p) & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
+     [SHORTCUT, "mha.masks.padding_mask"]),
+    (lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1]), [SHORTCUT, "mha.masks.causal_mask"]),
+    (lambda ids, p: (ids != p) @ torch.ones(3, 3), ["运行时抛出了"]),  # a torch error inside the student's code
+    (lambda ids, p: None, ["返回了 None"]),
+    (raise_value_error, ["ValueError: boom"]),
+])
+
+
 # ---------------------------------------------------------------- 10.3 cross-attention shapes
 
 def shapes_ok(B, L, S, d_model, n_heads):
@@ -222,14 +354,21 @@ SHAPES_WRONG = mistakes_for(check_cross_attention_shapes, [
 
 
 # ---------------------------------------------------------------- the tables, run
-test_right_answers_pass = right_answers(CAUSAL_RIGHT, COMBINE_RIGHT, SHAPES_RIGHT)
-test_wrong_answers_are_named = wrong_answers(CAUSAL_WRONG, COMBINE_WRONG, SHAPES_WRONG)
+test_right_answers_pass = right_answers(WINDOW_RIGHT, DECODER_RIGHT, CAUSAL_RIGHT, COMBINE_RIGHT, SHAPES_RIGHT)
+test_wrong_answers_are_named = wrong_answers(WINDOW_WRONG, DECODER_WRONG, CAUSAL_WRONG, COMBINE_WRONG, SHAPES_WRONG)
 # The stub and garbage answers of these exercises beyond the generic ones (tests/test_exercises_common.py).
 test_stubs_are_not_done = not_done_answers(answers_for(check_cross_attention_shapes,
                                                       shape_dict_stubs(shapes_ok, 1, 1, 1, 2, 1)))
 test_garbage_gets_a_verdict = wrong_answers(every(
-    [check_causal_mask, check_combine_masks, check_cross_attention_shapes],
+    [check_window_mask, check_decoder_mask, check_causal_mask, check_combine_masks, check_cross_attention_shapes],
     RETURNED_GARBAGE + shape_dict_garbage(shapes_ok, 1, 1, 1, 2, 1)))
+
+
+@pytest.mark.parametrize("checker, answer", [(check_window_mask, window_printing), (check_decoder_mask, decoder_printing)])
+def test_honest_answers_that_print_pass(capsys, checker, answer):
+    """Printing with mha.fmt while debugging is allowed: the verdict (the last line) is a pass."""
+    ok, last = verdict_allowing_prints(capsys, checker, answer)
+    assert ok is True and "✅" in last, last
 
 
 def test_combine_tries_non_square_masks():
@@ -262,6 +401,8 @@ test_cache_step_wrong = wrong_answers([
     (check_cache_step_mask, {"buggy_sees": [4], "mask": _cache_mask}, "不对"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool).tril()}, "对齐在左上角"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: ~_cache_mask(L, S)}, "极性反了"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool).tril(L - S)},
+     "偏移符号反了"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool)}, "全是 True"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: _cache_mask(L, S).long()}, "dtype"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: mha.causal_mask(L, S)}, "不能调用现成的"),

@@ -194,29 +194,49 @@ def test_padding_mask_choice_agrees_with_the_checker(capsys):
         assert passes(ex.check_padding_mask, fn, capsys) == a["correct"], label(a)
 
 
-def test_causal_mask_choice_agrees_with_the_checker(capsys):
+def test_window_mask_choice_agrees_with_the_checker(capsys):
+    """Each option of 10.1's self-check, made into a window function, passes the checker iff it is the right one."""
     (q,) = sc.questions("10.1")
-    L = 4
-    ones = torch.ones(L, L, dtype=torch.int64)
-    makers = [lambda n: torch.ones(n, n, dtype=torch.bool).tril(), lambda n: torch.ones(n, n, dtype=torch.bool).triu(1),
-              lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), lambda n: torch.ones(n, n, dtype=torch.bool).triu()]
+    L, w = 5, 2
+
+    def band(lo, hi):
+        def fn(n, width):
+            d = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+            return (d >= lo(n, width)) & (d <= hi(n, width))
+        return fn
+    makers = [band(lambda n, k: -(k - 1), lambda n, k: 0), band(lambda n, k: -(n - 1), lambda n, k: 0),
+              band(lambda n, k: -k, lambda n, k: 0), band(lambda n, k: -(k - 1), lambda n, k: k - 1)]
     for a in q["answers"]:
         shown = torch.tensor([[int(v) for v in row.split()] for row in label(a).splitlines()])
-        (fn,) = [m for m in makers if torch.equal(m(L).long(), shown)]
-        assert passes(ex.check_causal_mask, fn, capsys) == a["correct"], label(a)
-    assert torch.equal(ones.tril(), torch.tensor([[int(v) for v in r.split()] for r in label(right(q)).splitlines()]))
+        (fn,) = [m for m in makers if torch.equal(m(L, w).long(), shown)]
+        assert passes(ex.check_window_mask, fn, capsys) == a["correct"], label(a)
 
 
-def test_combined_mask_shape_agrees_with_the_checker(capsys):
+def test_decoder_row_choice_agrees_with_the_checker(capsys):
+    """10.2's self-check: the right row is the checker's answer key; each wrong row is a mistake the checker names."""
     (q,) = sc.questions("10.2")
-    ids, pad_id, L = ch10.COMBINE_CASES[2]
-    B, S = torch.tensor(ids).shape
-    make = {(B, 1, L, S): lambda pad, causal: pad & causal,
-            (B, L, S): lambda pad, causal: (pad & causal)[:, 0],
-            (B, 1, 1, S): lambda pad, causal: pad.clone(),
-            (B, 1, S, S): lambda pad, causal: pad & torch.ones(S, S, dtype=torch.bool).tril()}
+    ids, pad_id = ch10.DECODER_CASES[0]
+    L = len(ids[0])
+    tril = torch.ones(L, L, dtype=torch.bool).tril()
+    rows = {str(a["code"]): a["correct"] for a in q["answers"]}
+    key = torch.tensor(ids[0]) != pad_id
+    truth = (key[None, :] & tril)[3].int().tolist()
+    assert rows[str(truth)] is True and sum(rows.values()) == 1
+    length = key.int().cumprod(0).bool()
+    assert rows[str((length[None, :] & tril)[3].int().tolist())] is False  # cut at the first PAD
+    assert rows[str(tril[3].int().tolist())] is False                      # causal only
+    assert passes(ex.check_decoder_mask, lambda t, p: (t != p)[:, None, None, :]
+                  & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril(), capsys)
+    assert not passes(ex.check_decoder_mask, lambda t, p: t.ne(p).int().cumprod(-1).bool()[:, None, None, :]
+                      & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril(), capsys)
+
+
+def test_cache_step_choice_agrees_with_the_checker(capsys):
+    (q,) = sc.questions("10.4")
+    mask = lambda L, S: torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)  # noqa: E731
     for a in q["answers"]:
-        assert passes(ex.check_combine_masks, make[value_of(a)], capsys) == a["correct"], label(a)
+        answer = {"buggy_sees": ast.literal_eval(html.unescape(a["code"])), "mask": mask}
+        assert passes(ex.check_cache_step_mask, answer, capsys) == a["correct"], label(a)
 
 
 def _truths(exercise_id):
@@ -228,7 +248,7 @@ def test_shape_answers_match_the_lecture_formulas():
     assert _truths("4.1") == [(2, 8, 4, 64)]
     assert _truths("8.1") == [(3, 3, 5, 4), (3, 3, 5, 7), (3, 5, 12)]  # (B, h, L, d_k), (B, h, L, S), (B, L, d_model)
     assert _truths("9.3") == [(1, 2, 4, 4), (1, 4, 8), (1, 4, 6)]  # (B, h, L, d_v), (B, L, h d_v), (B, L, d_model)
-    assert _truths("10.3") == [(2, 1, 1, 5), (2, 2, 3, 5), (2, 3, 8)]  # (B, 1, 1, S), (B, h, L, S), (B, L, d_model)
+    assert _truths("10.3") == [(4, 1, 1, 11), (4, 8, 7, 11), (4, 7, 64)]  # (B, 1, 1, S), (B, h, L, S), (B, L, d_model)
 
 
 def test_counts_match_the_formula():

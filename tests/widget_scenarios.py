@@ -108,7 +108,7 @@ def scenario_mask_explorer():
     w = ex.last.data["weights"]
     assert torch.all(w.masked_select(~grid.expand_as(w)) == 0), "weights are not 0 where masked"
     printed = drive(ex, kind="padding")
-    assert "padding mask" in printed, printed
+    assert "padding 掩码" in printed, printed
     grid = ex.last.data["grid"]
     assert grid[:, 3:].sum() == 0 and grid[:, :3].all(), grid
     printed = drive(ex, length=7)
@@ -156,7 +156,7 @@ KERNEL_CELLS = [
     "boxes[2].controls['scaled'].value = False",
     "boxes[3].controls['kind'].value = 'causal'",
 ]
-KERNEL_EXPECT = ["512 不能被 3 整除", "第 2 个头：You→", "d_k = 64，不缩放", "causal mask："]
+KERNEL_EXPECT = ["512 不能被 3 整除", "第 2 个头：You→", "d_k = 64，不缩放", "因果掩码："]
 
 
 def kernel_notebook():

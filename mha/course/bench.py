@@ -217,13 +217,40 @@ def run_benchmark(lengths=FULL_LENGTHS, batch: int = 4, d_model: int = 512, n_he
     return {"config": config, "rows": [asdict(r) for r in rows]}
 
 
-def format_table(result: dict) -> str:
-    """A plain-text table: one line per (L, case), with ratios against the baseline."""
-    header = f"{'L':>5}  {'case':<17} {'time ms':>10} {'x base':>7} {'peak MiB':>10} {'x base':>7}"
+CASE_NAMES_ZH = {  # how the book names the cases (chapter 12's table and figure legend; glyphs of the shipped font)
+    "mha_explicit": "mha 显式",
+    "mha_fused": "mha 融合",
+    "torch_no_weights": "torch 不要权重",
+    "torch_weights": "torch 要权重",
+}
+MEMORY_METHODS_ZH = {
+    "cpu": "torch.profiler(profile_memory=True)：一次调用里分配与释放事件累计值的最大值",
+    "cuda": "调用前先 reset_peak_memory_stats，torch.cuda.max_memory_allocated() 减去调用前的 memory_allocated()",
+}
+
+
+def _pad(text: str, width: int, right: bool = False) -> str:
+    """Pad to ``width`` display columns (a CJK character takes two)."""
+    import unicodedata
+    used = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    fill = " " * max(0, width - used)
+    return fill + text if right else text + fill
+
+
+def format_table(result: dict, chinese: bool = False) -> str:
+    """A plain-text table: one line per (L, case), with ratios against the baseline.
+
+    ``chinese=True``: the header and the case names in Chinese (:data:`CASE_NAMES_ZH`), as the book shows them.
+    """
+    names = CASE_NAMES_ZH if chinese else {}
+    cols = (("L", 5), ("做法", 18), ("时间 ms", 10), ("倍数", 7), ("峰值 MiB", 10), ("倍数", 7)) if chinese else \
+        (("L", 5), ("case", 17), ("time ms", 10), ("x base", 7), ("peak MiB", 10), ("x base", 7))
+    header = "  ".join(_pad(name, w, right=i != 1) for i, (name, w) in enumerate(cols))
     lines = [header, "-" * len(header)]
     for r in result["rows"]:
-        lines.append(f"{r['L']:>5}  {r['case']:<17} {r['median_ms']:>10.2f} {r['time_ratio']:>7.2f} "
-                     f"{r['peak_mib']:>10.1f} {r['memory_ratio']:>7.2f}")
+        cells = (str(r["L"]), names.get(r["case"], r["case"]), f"{r['median_ms']:.2f}", f"{r['time_ratio']:.2f}",
+                 f"{r['peak_mib']:.1f}", f"{r['memory_ratio']:.2f}")
+        lines.append("  ".join(_pad(c, w, right=i != 1) for i, (c, (_, w)) in enumerate(zip(cells, cols))))
     return "\n".join(lines)
 
 

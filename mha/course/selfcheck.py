@@ -434,36 +434,42 @@ def _matrix(rows) -> str:
 
 
 @_exercise("10.1")
-def _causal_choice():
-    L = 4
-    truth = _matrix(causal_mask(L).int().tolist())
-    ones = torch.ones(L, L, dtype=torch.int64)
+def _window_choice():
+    L, w = 5, 2
+    truth = _matrix(ch10.window_mask(L, w).int().tolist())
+    d = torch.arange(L)[None, :] - torch.arange(L)[:, None]  # key - query
+    band = lambda lo, hi: _matrix(((d >= lo) & (d <= hi)).int().tolist())  # noqa: E731
     return [_choice(
-        f"L = {L} 的因果掩码是哪一个？（行是 query i，列是 key j，1 = 可以看）", truth,
-        "含对角线的下三角：query i 可以看 j ≤ i 的 key，包括它自己。",
-        [(_matrix(ones.triu(1).tolist()), "极性反了：本课约定 True（1）= 可以看；这里把“未来”标成了 1。"),
-         (_matrix(ones.tril(-1).tolist()), "把对角线也挡住了：位置 i 可以看它自己，否则第 0 个 query 一个 key 也看不到。"),
-         (_matrix(ones.triu().tolist()), "取成了上三角：query i 只能看 j ≤ i 的 key，也就是下三角。")],
+        f"L = {L}，窗口 w = {w} 的带窗口因果掩码是哪一个？（行是 query i，列是 key j，1 = 可以看）", truth,
+        f"每个 query 只看它自己和它前面的 {w - 1} 个 key：i − w < j ≤ i，对角线和它左边的 {w - 1} 条斜线。",
+        [(band(-(L - 1), 0), "这是普通的因果掩码：没有用窗口，最后一个 query 还能看到最前面的 key。"),
+         (band(-w, 0), f"窗口多了一个：每行有 w + 1 = {w + 1} 个 1（最前面几行除外）；含自己在内应该正好 w 个。"),
+         (band(-(w - 1), w - 1), "窗口向两边展开了：query 还能看到它后面的 key，也就是未来。")],
         code=True)]
 
 
 @_exercise("10.2")
-def _combined_shape():
-    ids, pad_id, L = ch10.COMBINE_CASES[2]
-    pad = padding_mask(torch.tensor(ids), pad_id)  # (B, 1, 1, S)
-    B, S = pad.shape[0], pad.shape[-1]
-    truth = tuple((pad & causal_mask(L, S)).shape)
-    return [_shape_choice(
-        f"pad 的形状是 {_shape(pad.shape)}，causal 的形状是 {_shape((L, S))}（L ≠ S）。`pad & causal` 的形状是？", truth,
-        "右端对齐广播：(B, 1, 1, S) 与 (L, S) 得到 (B, 1, L, S)，头的轴保持 1，用到每个头上。",
-        [((B, L, S), "广播不会丢掉长度为 1 的轴：(B, 1, 1, S) 与 (L, S) 右对齐，结果是 (B, 1, L, S)。"),
-         ((B, 1, 1, S), f"causal 的 L = {L} 会把 query 那个长度为 1 的轴拉长。"),
-         ((B, 1, S, S), f"L 不一定等于 S：这里 causal 是 {_shape((L, S))}，结果的 query 轴是 {L}。")])]
+def _decoder_row():
+    ids, pad_id = ch10.DECODER_CASES[0]
+    row_ids = ids[0]  # one sentence with a PAD in the middle
+    L = len(row_ids)
+    t = 3  # the query at position 3 (counted from 0 in code), the 4th token
+    mask = causal_mask(L) & (torch.tensor(row_ids) != pad_id)[None, :]  # (L, L)
+    truth = mask[t].int().tolist()
+    first_pad = row_ids.index(pad_id)
+    return [_choice(
+        f"解码器的一句话 dec_ids = {row_ids}，pad_id = {pad_id}（PAD 在句子中间）。合并后的掩码（padding 且因果）里，"
+        f"下标 {t} 的 query（第 {t + 1} 个 token）那一行是哪一个？（1 = 可以看）", str(truth),
+        f"它能看 0 到 {t} 号 key，只有 PAD 所在的 {first_pad} 号列被挡住；后面的真实 token 照样可以看。",
+        [(str([1 if j < first_pad else 0 for j in range(L)]), "PAD 后面的真实 token 没有被挡住：掩码逐个 token 判断是不是 PAD，不是按长度截断。"),
+         (str([1 if j <= t else 0 for j in range(L)]), "这只用了因果掩码，PAD 那一列也要挡住。"),
+         (str([0 if v else 1 for v in truth]), "极性反了：1 表示可以看。")],
+        code=True)]
 
 
 @_exercise("10.3")
 def _cross_shapes():
-    B, L, S, d, h = 2, 3, 5, 8, 2
+    B, L, S, d, h = 4, 7, 11, 64, 8  # not the chapter's numbers: predict, do not read off the printout
     shapes = ch10.cross_shapes(B, L, S, d, h)
     setting = f"交叉注意力：B = {B}，解码器一侧 L = {L}（query），编码器一侧 S = {S}（key/value），d_model = {d}，n_heads = {h}。"
     return [
@@ -483,6 +489,21 @@ def _cross_shapes():
                        ((B, h, L, d // h), "后面还有 Concat 和 W^O，输出回到 (B, L, d_model)。"),
                        ((B, L, S), "这是注意力权重（对头平均后）的形状。")]),
     ]
+
+
+@_exercise("10.4")
+def _cache_step_sees():
+    S = ch10.BUGGY_S
+    buggy = torch.ones(1, S).tril().bool()[0].nonzero().flatten().tolist()
+    right = ch10.causal_mask(1, S)[0].nonzero().flatten().tolist()
+    return [_choice(
+        f"KV cache 的一步：cache 里已有 {S - 1} 个 token，新来 1 个 query（L = 1），key 一共 S = {S} 个。"
+        f"同学用 `torch.ones(1, {S}).tril().bool()` 当掩码，这个新 token 能看到哪些 key？（位置从 0 编号）", str(buggy),
+        f"tril() 从左上角对齐：(1, {S}) 的第 0 行只保留第 0 列。新 token 本该看到全部 {S} 个 key。",
+        [(str(right), "这是正确掩码下的结果；同学的 tril() 没有偏移，从左上角对齐。"),
+         (str([S - 1]), "tril() 保留的是列号 ≤ 行号的位置，第 0 行只有第 0 列。"),
+         (str(list(range(S - 1))), f"tril() 不知道 cache 里有 {S - 1} 个 token，它只看行号和列号。")],
+        code=True)]
 
 
 EXERCISES = tuple(_BANK)

@@ -1,7 +1,8 @@
 """Checkers for chapter 09, the worked example "You are welcome PAD".
 
 * 9.1 build the padding mask from token ids,
-* 9.2 compute one head's attention weights by hand,
+* 9.2 every head's attention weights from Q' and K' (L != S), splitting the heads by hand (the book's first
+  9.2, one head's weights, repeated the chapter's cells; ``check_one_head_weights`` still grades it, unlisted),
 * 9.3 predict the shapes when the middle widths differ from d_model (d_k, d_v free).
 
 The answer keys come from the course package itself (:func:`mha.padding_mask`, the steps of
@@ -22,7 +23,7 @@ from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
 from ._core import (PREDICT_SHAPES, SDPA, Mistake, torch_mha, as_shape_dict, call, checker, expect_close, expect_gradients,
                     expect_shape, expect_tensor)
 
-__all__ = ["check_padding_mask", "check_one_head_weights", "check_middle_widths", "check_zero_weights"]
+__all__ = ["check_padding_mask", "check_all_head_weights", "check_one_head_weights", "check_middle_widths", "check_zero_weights"]
 
 
 # ---------------------------------------------------------------- 9.1 padding mask
@@ -37,7 +38,7 @@ PADDING_CASES = [
 ]
 
 
-@checker("ch09", "9.1", "从 token id 构造 padding mask")
+@checker("ch09", "9.1", "从 token id 构造 padding 掩码")
 def check_padding_mask(fn):
     """``fn(token_ids (B, S) int64, pad_id int) -> (B, 1, 1, S) bool``, True = real token (may attend).
 
@@ -148,7 +149,7 @@ ONE_HEAD_CASES = [
 ]
 
 
-@checker("ch09", "9.2", "手算一个头的注意力权重")
+@checker("ch09", "9.2", "手算一个头的注意力权重", listed=False)
 def check_one_head_weights(fn):
     """``fn(q_proj (L, d_model), k_proj (S, d_model), head, n_heads, key_mask (S,) bool) -> (L, S)``.
 
@@ -180,6 +181,105 @@ def check_one_head_weights(fn):
                 expect_close(out, want, "你的权重", hint="依次检查：取对头的列、Q_i K_iᵀ、除以 √d_k、softmax 之前用掩码、dim=-1")
         with torch.enable_grad():
             expect_gradients(out, {"q_proj": q_leaf, "k_proj": k_leaf}, "你的权重")
+
+
+# ---------------------------------------------------------------- 9.2 (reworked) every head's weights, split by hand
+
+# (L, S, d_model, n_heads, key_mask): L != S, a PAD in the middle, h = 1, d_k = 1
+ALL_HEADS_CASES = [
+    (3, 5, 8, 2, [True, True, False, True, False]),  # L != S, PAD in the middle
+    (4, 4, 6, 2, [True, True, True, False]),         # the worked example's sizes
+    (2, 3, 12, 3, [True, True, True]),               # three heads, no PAD
+    (5, 2, 4, 4, [True, False]),                     # d_k = 1, L > S
+    (2, 4, 6, 1, [False, True, True, True]),         # one head, PAD at the front
+]
+
+
+def _all_heads_reference(q_proj, k_proj, n_heads, key_mask):
+    """(h, L, S): every head's weights, from the package's own steps."""
+    q, k = split_heads(q_proj[None], n_heads)[0], split_heads(k_proj[None], n_heads)[0]  # (h, L, d_k), (h, S, d_k)
+    return masked_softmax(attention_scores(q, k), key_mask)
+
+
+def _all_heads_wrong_answers(q_proj, k_proj, n_heads, key_mask):
+    """(message, tensor) of the usual mistakes, for recognising them."""
+    (L, d_model), S = q_proj.shape, k_proj.shape[0]
+    h, d_k = n_heads, d_model // n_heads
+    big = torch.finfo(q_proj.dtype).min
+
+    def weights(q, k, scale=math.sqrt(d_k), dim=-1, mask=key_mask):
+        return torch.softmax((q @ k.transpose(-2, -1) / scale).masked_fill(~mask, big), dim=dim)
+
+    q = q_proj.view(L, h, d_k).transpose(0, 1)  # (h, L, d_k)
+    k = k_proj.view(S, h, d_k).transpose(0, 1)
+    raw = q @ k.transpose(-2, -1)
+    out = [
+        ("分头时少了 transpose：直接把 (L, d_model) view/reshape 成 (h, L, d_k)，会把不同 token 的数混进同一个头。"
+         "要先 view 成 (L, h, d_k)，再 transpose 成 (h, L, d_k)",
+         weights(q_proj.reshape(h, L, d_k), k_proj.reshape(h, S, d_k)) if h > 1 else None),
+        ("头的列取错了：第 i 个头是连续的 d_k 列 [i·d_k, (i+1)·d_k)，不是隔 h 取一列；view 成 (L, h, d_k) 而不是 (L, d_k, h)",
+         weights(q_proj.view(L, d_k, h).permute(2, 0, 1), k_proj.view(S, d_k, h).permute(2, 0, 1)) if h > 1 and d_k > 1 else None),
+        ("忘了除以 √d_k：scores 应该是 Q_i K_iᵀ / √d_k", weights(q, k, scale=1.0) if d_k > 1 else None),
+        (f"缩放用错了：应该除以 √d_k = √{d_k}（一个头的宽度），你除的是 √d_model = √{d_model}",
+         weights(q, k, scale=math.sqrt(d_model)) if h > 1 else None),
+        ("softmax 的轴错了：要在 key 的轴（最后一维）上归一化，使每个 query 的一行之和为 1", weights(q, k, dim=-2)),
+        ("掩码的极性反了：key_mask 里 True = 可以看，应该挡住 False（PAD）的位置",
+         weights(q, k, mask=~key_mask) if (~key_mask).any() and key_mask.any() else None),
+        ("没有用掩码：PAD 那一列的权重应该正好是 0", torch.softmax(raw / math.sqrt(d_k), dim=-1)),
+        ("在 softmax 之后才把 PAD 列置零：每行之和就不再是 1；要在 softmax 之前把被挡住的分数换成很小的数",
+         torch.softmax(raw / math.sqrt(d_k), dim=-1).masked_fill(~key_mask, 0.0)),
+    ]
+    return [(msg, t) for msg, t in out if t is not None]
+
+
+@checker("ch09", "9.2", "不用 split_heads，算出每个头的注意力权重")
+def check_all_head_weights(fn):
+    """``fn(q_proj (L, d_model), k_proj (S, d_model), n_heads, key_mask (S,) bool) -> (h, L, S)``.
+
+    Forbidden: ``mha.split_heads``, ``mha.attention_scores``, ``mha.masked_softmax``, ``mha.attention`` (and
+    the fused path, the layer), ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``. The weights must
+    be differentiable: the gradients reaching ``q_proj`` and ``k_proj`` are compared with the reference's.
+    """
+    for L, S, d_model, n_heads, keep in ALL_HEADS_CASES:
+        q_leaf = torch.randn(L, d_model, requires_grad=True)
+        k_leaf = torch.randn(S, d_model, requires_grad=True)
+        key_mask = torch.tensor(keep)
+        h = n_heads
+        with torch.enable_grad():  # the chapter turns autograd off globally
+            q_proj, k_proj = q_leaf.clone(), k_leaf.clone()
+            out = call(fn, q_proj, k_proj, n_heads, key_mask, what="你的函数",
+                       forbid=(SDPA, torch_mha(), MultiHeadAttention, attention, fused_attention, masked_softmax,
+                               split_heads, attention_scores))
+        out = expect_tensor(out, "你的权重")
+        where = f"（L={L}, S={S}, d_model={d_model}, n_heads={h}）"
+        if tuple(out.shape) == (L, h, S) and L != h:
+            raise Mistake(f"形状应该是 (h, L, S) = {(h, L, S)}，你返回的是 (L, h, S)：头的轴要放在最前面{where}")
+        if tuple(out.shape) == (L, S) and h > 1:
+            raise Mistake(f"形状应该是 (h, L, S) = {(h, L, S)}，你返回的是 (L, S)：每个头有自己的一张权重表，"
+                          f"不要把头合并或平均掉{where}")
+        if tuple(out.shape) == (h, S, L) and L != S:
+            raise Mistake(f"形状应该是 (h, L, S) = {(h, L, S)}，你返回的是 (h, S, L)：行是 query，列是 key，"
+                          f"scores = Q_i K_iᵀ 而不是 K_i Q_iᵀ{where}")
+        expect_shape(out, (h, L, S), "你的权重", hint="每个头一张 (L, S) 的表：(h, L, S)")
+        if not out.is_floating_point():
+            raise Mistake(f"权重应该是浮点数张量，实际 dtype 是 {out.dtype}")
+        q, k = q_leaf.detach(), k_leaf.detach()
+        want = _all_heads_reference(q, k, n_heads, key_mask)
+        if not _same(out, want):
+            for msg, wrong in _all_heads_wrong_answers(q, k, n_heads, key_mask):
+                if _same(out, wrong):
+                    raise Mistake(msg + where)
+            expect_close(out, want, "你的权重", hint="依次检查：view 成 (L, h, d_k) 再 transpose、Q_i K_iᵀ、"
+                                                  "除以 √d_k、softmax 之前用掩码、dim=-1" + where)
+        with torch.enable_grad():
+            expect_gradients(out, {"q_proj": q_leaf, "k_proj": k_leaf}, "你的权重")
+            probe = torch.randn(h, L, S)
+            got_q, got_k = torch.autograd.grad((out * probe).sum(), (q_leaf, k_leaf), allow_unused=True)
+            ref = _all_heads_reference(q_leaf, k_leaf, n_heads, key_mask)
+            want_q, want_k = torch.autograd.grad((ref * probe).sum(), (q_leaf, k_leaf))
+        for name, got, want_g in (("q_proj", got_q, want_q), ("k_proj", got_k, want_k)):
+            if got is None or not torch.allclose(got, want_g, atol=1e-5, rtol=1e-4):
+                raise Mistake(f"权重的值对了，但传回 {name} 的梯度不对：是不是有一步用了 .detach()、.data 或 no_grad？{where}")
 
 
 # ---------------------------------------------------------------- 9.3 middle widths

@@ -60,13 +60,13 @@ def mask_figure(kind: str = MASK_DEFAULTS["kind"], length: int = MASK_DEFAULTS["
         width=alt.Step(28), height=alt.Step(28))
     caption = state.transform_calculate(caption=(
         "datum.problem ? datum.problem : datum.length + ' 个真实词，填充到 S = ' + datum.n"
-        " + '\\nmask 的形状 ' + datum.shape + '\\n被遮住 ' + datum.hidden + ' 格（灰色 ×），'"
+        " + '\\n掩码的形状 ' + datum.shape + '\\n被遮住 ' + datum.hidden + ' 格（灰色 ×），'"
         " + datum.heads + ' 个头在这些格子'"
         " + '\\n的权重都是 0，每行之和 = 1'")).mark_text(align="left", baseline="top", fontSize=12, lineBreak="\n").encode(
         text="caption:N", x=alt.value(0), y=alt.value(0)).properties(width=220, height=64)
     chart = base_config(alt.vconcat(caption, cells, spacing=6).add_params(p_kind, p_length, p_padded))
-    alt_text = ("交互图：选择 mask 的种类（padding、causal 或两者都用）、真实词数和填充后的长度 S，"
-                "看第 1 个头在这个 mask 下的注意力权重热力图：被遮住的格子是灰色的 ×，权重恰好是 0，"
+    alt_text = ("交互图：选择掩码的种类（padding、causal 或两者都用）、真实词数和填充后的长度 S，"
+                "看第 1 个头在这个掩码下的注意力权重热力图：被遮住的格子是灰色的 ×，权重恰好是 0，"
                 "每行剩下的权重加起来仍是 1；真实词数大于 S 时显示为什么不行。")
     controls = {"kind": list(MASK_KINDS), "length": list(range(1, MAX_LENGTH + 1)),
                 "padded_len": list(range(1, MAX_PADDED + 1))}

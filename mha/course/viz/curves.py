@@ -55,23 +55,26 @@ def plot_curves(x, series: dict, xlabel: str, ylabel: str, title=None, log=False
     return ax
 
 
-def plot_benchmark(result: dict):
+def plot_benchmark(result: dict, names: dict | None = None):
     """Two panels from a ``python -m mha.bench`` result: median time and peak memory against L.
 
     Args:
         result: the dict that :func:`mha.bench.run_benchmark` returns (or its JSON file, loaded).
+        names: optional legend names for the cases (e.g. :data:`mha.bench.CASE_NAMES_ZH`).
 
     Returns:
         The matplotlib ``Figure``.
     """
     rows = result["rows"]
+    names = names or {}
     cases = list(dict.fromkeys(r["case"] for r in rows))
     lengths = sorted({r["L"] for r in rows})
     cfg = result["config"]
     fig, (left, right) = plt.subplots(2, 1, figsize=(5.4, 8.0))
     for ax, key, ylabel in ((left, "median_ms", "前向 + 反向，中位数 ms"),
                             (right, "peak_mib", "额外内存峰值 MiB")):
-        series = {c: [next(r[key] for r in rows if r["case"] == c and r["L"] == L) for L in lengths] for c in cases}
+        series = {names.get(c, c): [next(r[key] for r in rows if r["case"] == c and r["L"] == L) for L in lengths]
+                  for c in cases}
         plot_curves(lengths, series, "序列长度 L", ylabel, log=True, ax=ax)
     fig.suptitle(f"B={cfg['batch']}, d_model={cfg['d_model']}, h={cfg['n_heads']}, {cfg['device']} {cfg['dtype']},\n"
                  f"{cfg['threads']} 个线程, torch {cfg['torch']}", fontsize=11)

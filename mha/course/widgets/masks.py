@@ -14,10 +14,10 @@ __all__ = ["MASK_KINDS", "MASK_WORDS", "MASK_DEFAULTS", "mask_weights", "mask_vi
 _KIND_ZH = {"padding": "padding ", "causal": "因果", "both": "padding + 因果"}
 
 _EXPLAIN = {
-    "padding": "padding mask：PAD 那几列（key）被遮住，谁也不去看 PAD；\n"
+    "padding": "padding 掩码：PAD 那几列（key）被遮住，谁也不去看 PAD；\n"
                "PAD 自己作为 query 的那几行照常有权重，它们的输出后面会被丢掉。",
-    "causal": "causal mask：第 i 行只能看第 1..i 列，看不到后面（未来）的词，所以是一个下三角。",
-    "both": "两个 mask 取“与”（&）：既不看 PAD，也不看未来。",
+    "causal": "因果掩码：第 i 行只能看第 1..i 列，看不到后面（未来）的词，所以是一个下三角。",
+    "both": "两个掩码取“与”（&）：既不看 PAD，也不看未来。",
 }
 
 
@@ -37,7 +37,7 @@ def mask_view(kind: str = "both", length: int = 3, padded_len: int = 4) -> View:
     hidden = int((~grid).sum())
     max_hidden = weights.masked_select(~grid.expand(h, S, S)).abs().max().item() if hidden else 0.0
     text = (f"{' '.join(tokens)}：{length} 个真实词，填充到 S = {S}\n"
-            f"mask 的形状 {tuple(result['mask'].shape)}，广播到 (B, h, L, S) = (1, {h}, {S}, {S})\n"
+            f"掩码的形状 {tuple(result['mask'].shape)}，广播到 (B, h, L, S) = (1, {h}, {S}, {S})\n"
             f"{_EXPLAIN[kind]}\n"
             f"被遮住的 {hidden} 个位置：{h} 个头的权重"
             + ("全部 = 0" if max_hidden == 0 else f"最大 {max_hidden:.2e}（应当是 0！）")
@@ -56,7 +56,7 @@ def build_mask_explorer(**settings) -> Explorer:
         "padded_len": slider("填充后长度 S", s["padded_len"], 1, MAX_PADDED),
     }
     return Explorer(mask_view, controls, rows=[["kind"], ["length", "padded_len"]],
-                    title="<b>掩码探索器</b>：选 mask 的种类和长度，看 mask 和被它改变的注意力权重")
+                    title="<b>掩码探索器</b>：选掩码的种类和长度，看掩码和被它改变的注意力权重")
 
 
 def mask_explorer(**settings) -> None:
