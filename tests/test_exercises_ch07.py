@@ -233,6 +233,7 @@ WRONG_NEW = [
     (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight), "转置错了"),
     (check_concat_from_output, lambda out, W: (out - W.bias) @ W.weight, "逆"),
     (check_concat_from_output, lambda out, W: out, "数值不对"),
+    (check_concat_from_output, lambda out, W: out.sub_(W.bias) @ torch.linalg.inv(W.weight).T, "原地改动了传进来的参数 out"),
     (check_output_without_head, lambda heads, W, i: _off(heads, W, i) - W.bias, "偏置也被去掉了"),
     (check_output_without_head, lambda heads, W, i: _off(heads, W, heads.shape[1] - 1 - i), "关掉的是头"),
     (check_output_without_head, lambda heads, W, i: _off(heads, W, i).detach(), "梯度"),

@@ -146,6 +146,11 @@ def load_no_bias(ours, reference):
     ours.W_o.weight.copy_(reference.out_proj.weight)
 
 
+def load_without_out_bias(ours, reference):
+    load_solution(ours, reference)
+    ours.W_o.bias.zero_()
+
+
 def load_wrong_w_o(ours, reference):
     load_solution(ours, reference)
     ours.W_o.weight.copy_(reference.out_proj.weight.T)
@@ -188,6 +193,7 @@ WRONG_8_2 = mistakes_for(check_load_from_torch, [
     (load_kv_swapped_with_biases, "K 和 V 两块装反了"),
     (load_no_bias, "偏置"),
     (load_wrong_w_o, "W_o 没有装对"),
+    (load_without_out_bias, "W_o 的偏置没有复制"),
     (lambda o, r: None, "没有把权重复制"),
     (load_new_layer, "返回了一个新的层"),
     (load_via_mha, "这道题要你自己实现，不能调用现成的 mha.interop.from_torch"),
@@ -205,7 +211,8 @@ WRONG_8_2 = mistakes_for(check_load_from_torch, [
 # ---------------------------------------------------------------- 8.3 the whole layer
 def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge=True, use_wo=True,
                invert_mask=False, return_weights=False, mutate=False, bias=True, tilde_mask=False,
-               no_grad=False, detach_input=False, sdpa=False, mha_step=None, minus_inf=False, dropout=0.0):
+               no_grad=False, detach_input=False, sdpa=False, mha_step=None, minus_inf=False, dropout=0.0,
+               sqrt_d_model=False, roles_swapped=False, ignore_mask=False):
     class Student(nn.Module):
         def __init__(self, d_model, n_heads):
             super().__init__()
@@ -227,10 +234,12 @@ def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else mask.bool()), None
             if mha_step == "attention":
                 return mha.scaled_dot_product_attention(q, k, v, None if mask is None else mask.bool())
+            if roles_swapped:  # the projected values scored, the projected keys summed
+                k, v = v, k
             scores = q @ k.transpose(-2, -1)
             if scale:
-                scores = scores / math.sqrt(self.d_k)
-            if mask is not None:
+                scores = scores / math.sqrt(self.n_heads * self.d_k if sqrt_d_model else self.d_k)
+            if mask is not None and not ignore_mask:
                 hidden = ~mask if tilde_mask else ((mask != 0) if invert_mask else (mask == 0))
                 scores = scores.masked_fill(hidden, -math.inf if minus_inf else -1e9)
             weights = torch.softmax(scores, dim=softmax_dim)
@@ -462,6 +471,9 @@ WRONG_8_3 = mistakes_for(check_my_multihead_attention, [
     (make_class(transpose_merge=False), "Concat 时没有先 transpose"),
     (make_class(use_wo=False), "忘了最后的 Linear W^O"),
     (make_class(invert_mask=True), "掩码的方向反了"),
+    (make_class(ignore_mask=True), "mask 没有用上"),
+    (make_class(sqrt_d_model=True), "缩放用了 √d_model"),
+    (make_class(roles_swapped=True), "K 和 V 的角色用反了"),
     (make_class(return_weights=True), "不要返回 (output, weights)"),
     (make_class(tilde_mask=True), "0/1 的整数张量"),
     (make_class(bias=False), "W_q 没有偏置（bias=False）"),
@@ -505,5 +517,6 @@ test_scale_bug_wrong = wrong_answers([
     (check_scale_bug, {"right_anyway_heads": 1, "factor": 8 ** 0.5}, "反了"),
     (check_scale_bug, {"right_anyway_heads": 1, "factor": 1 / 8}, "平方根"),
     (check_scale_bug, {"right_anyway_heads": 1, "factor": 0.5}, "不对"),
+    (check_scale_bug, {"right_anyway_heads": 1, "factor": 0.35}, "接近了"),  # 1/sqrt(8) = 0.3536, 1.0 % off
     (check_scale_bug, {"right_anyway_heads": 1}, "缺少键"),
 ])

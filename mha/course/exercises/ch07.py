@@ -188,7 +188,7 @@ def check_concat_from_output(fn):
         with torch.no_grad():
             W_o.weight.add_(3 * torch.eye(d, dtype=torch.float64))  # well conditioned
             concat = torch.randn(B, L, d, dtype=torch.float64)
-            out = W_o(concat)
+            out = W_o(concat).clone()  # a tensor of its own: an in-place edit is reported, not a torch error
         where = f"out {(B, L, d)}、W_o = nn.Linear({d}, {d})"
         got = _float_tensor(call(fn, out, W_o, what="你的函数"), f"{where} 时的返回值")
         expect_shape(got, concat.shape, f"{where} 时的返回值")

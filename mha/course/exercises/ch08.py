@@ -153,6 +153,9 @@ def check_load_from_torch(fn):
             raise Mistake("忘了复制偏置：in_proj_bias 也按 Q、K、V 切成三段，out_proj.bias 给 W_o")
         if torch.equal(loaded["W_v"], w[2 * d:]) and not torch.equal(loaded["W_o"], reference.out_proj.weight):
             raise Mistake("W_o 没有装对：它来自 reference.out_proj.weight（和 out_proj.bias）")
+        if bias and torch.equal(loaded["W_o"], reference.out_proj.weight) and \
+                not torch.equal(ours.W_o.bias.detach(), reference.out_proj.bias.detach()):
+            raise Mistake("W_o 的偏置没有复制：W_o.bias 来自 reference.out_proj.bias")
         loaded_all = torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]).detach()
         if torch.equal(loaded_all, w.float().double()) and not torch.equal(loaded_all, w):
             raise Mistake("权重经过了 float32：复制时用了 .float()（或 torch.tensor 默认的 float32），精度只剩约 1e-7，"
@@ -163,7 +166,7 @@ def check_load_from_torch(fn):
 
 # ---------------------------------------------------------------- 8.3
 def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True, merge_ok=True,
-             use_wo=True, invert_mask=False):
+             use_wo=True, invert_mask=False, sqrt_d_model=False, swap_kv=False, use_mask=True):
     """The full forward pass with one deliberate mistake switched on (for diagnosing)."""
     B, L, d = q.shape
     S = k.shape[1]
@@ -176,10 +179,12 @@ def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True,
         return x.reshape(B, h, n, d_k)  # the bug: no transpose
 
     qh, kh, vh = split(layer.W_q(q), L), split(layer.W_k(k), S), split(layer.W_v(v), S)
+    if swap_kv:  # the projected keys used as values and the values as keys
+        kh, vh = vh, kh
     scores = qh @ kh.transpose(-2, -1)
     if scale:
-        scores = scores / math.sqrt(d_k)
-    if mask is not None:
+        scores = scores / math.sqrt(d if sqrt_d_model else d_k)
+    if mask is not None and use_mask:
         keep = mask != 0  # bool, whatever the mask's dtype
         if invert_mask:
             keep = ~keep
@@ -197,6 +202,9 @@ MISTAKES = [
     (dict(merge_ok=False), "Concat 时没有先 transpose(1, 2) 回 (B, L, h, d_k) 就 view 成 (B, L, d_model)，各个头的结果拼错了位置"),
     (dict(use_wo=False), "忘了最后的 Linear W^O：Concat 之后还要经过 self.W_o"),
     (dict(invert_mask=True), "掩码的方向反了：mask 为 1/True 的位置可以看，为 0/False 的位置才要填 -1e9（masked_fill(mask == 0, -1e9)）"),
+    (dict(use_mask=False), "传进来的 mask 没有用上：在 softmax 之前 scores.masked_fill(mask == 0, -1e9)"),
+    (dict(sqrt_d_model=True), "缩放用了 √d_model：每个头的点积只有 d_k = d_model / h 项，应该除以 √d_k"),
+    (dict(swap_kv=True), "K 和 V 的角色用反了：scores 用投影后的 K（self.W_k(K)）算，加权求和的是投影后的 V（self.W_v(V)）"),
 ]
 
 # (kind, d_model, h, B, L, S): self-attention without a mask argument, cross-attention (L != S) with mask=None,
@@ -436,4 +444,6 @@ def check_scale_bug(answer):
         raise Mistake(f"factor = {factor:g} 反了：√d_model 比 √d_k 大，除以它得到的分数更小，是正确值的 √(d_k / d_model) 倍")
     if abs(factor - want ** 2) <= 0.01 * want ** 2:
         raise Mistake(f"factor = {factor:g} 是 d_k / d_model：分数除以的是平方根，倍数是 √(d_k / d_model)")
+    if abs(factor - want) <= 0.03 * want:
+        raise Mistake(f"factor = {factor:g} 接近了，但差了 {abs(factor - want) / want:.1%}：多写几位小数（1% 以内算对）")
     raise Mistake(f"factor = {factor:g} 不对：buggy 的分数 = QKᵀ/√d_model，正确的 = QKᵀ/√d_k，两者相除是多少？")
