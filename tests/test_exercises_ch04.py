@@ -377,6 +377,13 @@ def _pack_random_bias(heads):
     return packed
 
 
+def _pack_without_no_grad(heads):
+    rows = [t[r] for r in range(3) for t in heads]
+    packed = nn.Linear(rows[0].in_features, sum(r.out_features for r in rows))
+    packed.weight.copy_(torch.cat([r.weight for r in rows]))  # outside torch.no_grad(): torch refuses
+    return packed
+
+
 RIGHT_PACKED = answers_for(check_packed_from_heads, [packed_ref, packed_by_role])
 WRONG_PACKED = mistakes_for(check_packed_from_heads, [
     (lambda heads: _pack([lin for triple in heads for lin in triple]), "按头排了"),
@@ -389,6 +396,7 @@ WRONG_PACKED = mistakes_for(check_packed_from_heads, [
     (_pack_random_bias, "bias 没有复制"),
     (lambda heads: heads[0][0], "形状应为"),
     (lambda heads: heads, "应该返回一个 nn.Linear"),
+    (_pack_without_no_grad, ["leaf Variable", "放进 with torch.no_grad(): 里"]),
 ])
 
 test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR, WRONG_PACKED)

@@ -301,7 +301,10 @@ def _crash_message(crash: BaseException, what: str, n_args: int) -> str:
     if isinstance(crash, TypeError) and len(frames) == 1:  # the call itself failed: wrong arguments
         return (f"{what} 的参数和题目给的不一样（{exception_text(crash)}）：检查参数的个数和顺序，"
                 f"检查函数会这样调用它：{n_args} 个位置参数")
-    return f"{what} 运行时抛出了 {exception_text(crash)}{_where(_students_frame(frames))}"
+    hint = ""
+    if isinstance(crash, RuntimeError) and "leaf Variable that requires grad" in str(crash):
+        hint = "。提示：要原地改写一个 Parameter（例如 layer.weight.copy_(...)），把这几行放进 with torch.no_grad(): 里"
+    return f"{what} 运行时抛出了 {exception_text(crash)}{_where(_students_frame(frames))}{hint}"
 
 
 def _where(frame) -> str:

@@ -327,7 +327,7 @@ def check_packed_head_k(fn):
                  f"n_heads={h}、head={head}")
         try:
             out = call(fn, x, W, b, h, head, what="你的函数", forbid=(LINEAR, project),
-                       shortcut_hint="请用切片取出 W_k 里这个头的 d_k 行，只用矩阵乘法（@）和加法")
+                       shortcut_hint="nn.Linear 内部调用的也是它；请用切片取出 W_k 里这个头的 d_k 行，自己写矩阵乘法（@）和加法")
         except Mistake as m:
             if b is None and "运行时抛出了" in str(m):
                 raise Mistake(f"{m}。这一组的 in_proj_bias 是 None（没有偏置）：这时只算 x @ W.T") from None
