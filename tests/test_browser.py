@@ -44,7 +44,7 @@ NOTEBOOK_PAGES = [p for p in PAGES if p.is_notebook]
 SEARCHES = {
     "交叉注意力": "book/10_masks", "位置编码": "book/02_qkv_sources", "自注意力": "book/10_masks",
     "注意力权重": "book/05_parallel_attention", "缩放点积": "book/05_parallel_attention",
-    "多头注意力": "book/01_what_is_mha", "因果掩码": "book/10_masks", "填充掩码": "book/12_production",
+    "多头注意力": "book/01_what_is_mha", "因果掩码": "book/10_masks", "填充掩码": "book/10_masks",
     "分头": "book/04_split_heads", "拼接": "book/06_concat", "KV 缓存": "book/12_production",
     "交叉 注意力": "book/10_masks",
 }
