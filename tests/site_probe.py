@@ -1,5 +1,6 @@
 """Measurements of a page in the browser, shared by the browser tests (playwright, Chromium).
 
+- :func:`serve`: a folder (the built site, a test page) on 127.0.0.1, for as long as a ``with`` block runs;
 - :func:`fresh`: a first visit (Chromium's cache off for that page, through CDP);
 - :func:`first_visit_bytes`: what the page fetched (uncompressed bytes, by kind);
 - :func:`slow_link`: Chromium's network emulation of a slow mobile link (1.6 Mbps down,
@@ -11,7 +12,11 @@
 """
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import pathlib
+import threading
 from urllib.parse import quote
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -19,6 +24,23 @@ AXE_JS = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 SLOW = {"offline": False, "latency": 150, "downloadThroughput": 1.6e6 / 8, "uploadThroughput": 0.75e6 / 8}
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SEVERE = ("critical", "serious")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@contextlib.contextmanager
+def serve(folder):
+    """Serve ``folder`` over HTTP on 127.0.0.1 (a free port) inside the block; yields its base URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def fresh(page):

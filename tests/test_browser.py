@@ -16,13 +16,10 @@ Without a browser these tests skip with a message; with MHA_REQUIRE_BROWSER=1
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import pathlib
 import re
-import threading
 import time
 from urllib.parse import urlparse
 
@@ -72,21 +69,11 @@ def _sync_playwright():
     return sync_playwright
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest's output clean
-        pass
-
-
 @pytest.fixture(scope="module")
 def server(built_site):
     assert (built_site.html / "index.html").is_file(), "the site was not built"
-    handler = functools.partial(_QuietHandler, directory=str(built_site.html))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with site_probe.serve(built_site.html) as url:
+        yield url
 
 
 # Runs in the page once it has loaded: everything the checks need, in one round trip.

@@ -20,18 +20,16 @@ The minimum per page goes to _build/screenshots/figure_text.json (and is printed
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
-import http.server
 import io
 import json
 import re
-import threading
 from urllib.parse import urljoin
 
 import pytest
 from PIL import Image
 
+import site_probe
 from site_pages import ROOT, pages
 from test_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
@@ -201,19 +199,12 @@ def test_the_measure_flags_small_scaled_text_and_images_that_do_not_say(sync_pla
     (tmp_path / "small.png").write_bytes(_png(1000, 200, "20.00"))
     (tmp_path / "plain.png").write_bytes(_png(200, 100, None))
     (tmp_path / "fine.png").write_bytes(_png(200, 100, "14.00"))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(
-        type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda *a: None}), directory=str(tmp_path)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     outside = []
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            page = _phone(browser, outside, {"page": "bad"}).new_page()
-            found = measure(page, f"http://127.0.0.1:{httpd.server_address[1]}/index.html")
-            browser.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with site_probe.serve(tmp_path) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = _phone(browser, outside, {"page": "bad"}).new_page()
+        found = measure(page, f"{url}/index.html")
+        browser.close()
     bad = problems("bad", found)
     assert len(bad) == 3, bad
     assert "image 1 (small.png" in bad[0] and "= 6.0 CSS px" in bad[0]  # 20 * 300 / 1000

@@ -14,13 +14,10 @@ first contentful paint, the render-blocking stylesheets and the KaTeX fonts.
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import json
 import os
 import pathlib
 import sys
-import threading
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the probes the browser tests use
@@ -32,41 +29,26 @@ CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
 PHONE = {"width": 390, "height": 844}
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-def serve(html: pathlib.Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(html)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
-
-
 def measure(html: pathlib.Path, names: list[str]) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
-    httpd, base = serve(html)
     rows = []
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-quic"])
-            ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
-                                      locale="zh-CN", service_workers="block")
-            ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base)
-                      else route.abort())
-            ctx.set_default_timeout(120_000)
-            for name in names:
-                page = ctx.new_page()
-                site_probe.slow_link(site_probe.fresh(page))
-                t = site_probe.time_to_readable(page, f"{base}/{name}.html")
-                t["bytes"] = site_probe.first_visit_bytes(page)["total"]
-                rows.append({"page": name, **t})
-                page.close()
-            browser.close()
-    finally:
-        httpd.shutdown()
+    with site_probe.serve(html) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-quic"])
+        ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
+                                  locale="zh-CN", service_workers="block")
+        ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base)
+                  else route.abort())
+        ctx.set_default_timeout(120_000)
+        for name in names:
+            page = ctx.new_page()
+            site_probe.slow_link(site_probe.fresh(page))
+            t = site_probe.time_to_readable(page, f"{base}/{name}.html")
+            t["bytes"] = site_probe.first_visit_bytes(page)["total"]
+            rows.append({"page": name, **t})
+            page.close()
+        browser.close()
     return rows
 
 

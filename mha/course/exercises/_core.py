@@ -507,6 +507,14 @@ def expect_shape(x: torch.Tensor, expected, what: str, hint: str = "") -> None:
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
 
 
+def name_the_match(got: torch.Tensor, named, prefix: str = "") -> None:
+    """Raise :class:`Mistake` with the message of the first ``(wrong answer, message)`` that ``got`` equals
+    (call it once ``got`` is known to be wrong); return quietly when none does."""
+    for wrong, message in named:
+        if torch.equal(got, wrong):
+            raise Mistake(prefix + message)
+
+
 def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, hint: str = "", atol=1e-5, rtol=1e-4) -> None:
     """Values must match the reference; shapes are checked first."""
     actual = plain(actual)

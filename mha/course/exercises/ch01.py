@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._core import Mistake, NotDone, as_int, as_shape, call, checker, is_stub, part
+from ._core import Mistake, NotDone, as_int, as_shape, call, checker, is_stub, name_the_match, part
 
 __all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_dependency_matrix",
            "check_changed_positions_fn", "check_output_shape", "check_changed_positions"]
@@ -444,9 +444,7 @@ def check_dependency_matrix(fn):
         where = f"{what} 返回 {_show(got)}，应为 {_show(truth)}（每一项是一行，1 = 会变）"
         if torch.equal(got, truth.T):
             raise Mistake(f"{where}：行和列放反了。第 j 行第 k 列回答“改输入位置 k，输出位置 j 变不变”：改位置 k 的结果放进第 k 列")
-        for wrong, message in _dependency_mistakes(f, x):
-            if torch.equal(got, wrong):
-                raise Mistake(f"{where}：{message}")
+        name_the_match(got, _dependency_mistakes(f, x), prefix=f"{where}：")
         if not got.any() and truth.any():
             raise Mistake(f"{where}：两次输出完全一样，说明“改过的 x”其实没改到，或者两次都用了同一个张量")
         j, k = (got != truth).nonzero()[0].tolist()

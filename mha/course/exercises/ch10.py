@@ -19,7 +19,8 @@ import torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths
 from mha.steps import apply_causal, attention_scores, merge_heads, project, attention, split_heads
-from ._core import PREDICT_SHAPES, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor
+from ._core import (PREDICT_SHAPES, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor,
+                    name_the_match)
 
 __all__ = ["check_window_mask", "check_decoder_mask", "check_causal_mask", "check_combine_masks",
            "check_cross_attention_shapes", "check_cache_step_mask"]
@@ -129,9 +130,7 @@ def check_combine_masks(fn):
                 (causal.expand(B, 1, L, S), "只用了因果掩码，padding mask 被丢掉了：PAD 那几列也必须是 False"),
                 (pad.expand(B, 1, L, S), "只用了 padding mask，因果掩码被丢掉了：对角线以上（未来）的位置也必须是 False"),
             ]
-            for wrong, msg in named:
-                if torch.equal(as_bool, wrong):
-                    raise Mistake(msg)
+            name_the_match(as_bool, named)
             for own in (torch.ones(L, S, dtype=torch.bool).tril(), causal_mask(L, S)):
                 if not torch.equal(own, causal) and torch.equal(as_bool, pad & own):
                     raise Mistake(f"你的结果和传进来的 causal 对不上：你好像自己重新造了一个下三角，没有用参数 causal。"
@@ -190,9 +189,7 @@ def check_window_mask(fn):
             (_band(L, 0, w - 1), f"{where} 的窗口朝向反了：你让 query t 看 t 到 t + w − 1（未来），应该是 t − w + 1 到 t"),
             (~want, f"{where} 的极性反了：True 应该表示“可以看”。你标出的是被挡住的位置"),
         ]
-        for wrong, msg in named:
-            if not torch.equal(wrong, want) and torch.equal(got, wrong):
-                raise Mistake(msg)
+        name_the_match(got, named)
         bad = (got != want).nonzero()[0].tolist()
         raise Mistake(f"{where} 在 (query, key) = {tuple(bad)} 处不对：应该是 {want.int().tolist()}，"
                       f"你得到的是 {got.int().tolist()}")
@@ -261,9 +258,7 @@ def check_decoder_mask(fn):
             (pad_cols & causal.tril(-1), f"{where}：把对角线也挡住了：一个真实 token 可以看它自己"),
             (~want, f"{where}：极性反了：True 应该表示“可以看”"),
         ]
-        for wrong, msg in named:
-            if not torch.equal(wrong, want) and torch.equal(got, wrong):
-                raise Mistake(msg)
+        name_the_match(got, named)
         bad = (got != want).nonzero()[0].tolist()
         raise Mistake(f"{where}：在下标 {tuple(bad)}（batch, 1, query, key）处不对，应该是 {bool(want[tuple(bad)])}；"
                       "query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD")
