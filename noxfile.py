@@ -26,7 +26,7 @@ COLAB_PINS = [
     "ipywidgets==7.7.1",
     "ipython==7.34.0",
     "ipykernel==6.17.1",
-    "altair==5.5.0",  # the interactive figures (mha.interactive): Colab draws Altair 5's own html output
+    "altair==5.5.0",  # the interactive figures (mha.course.page_figures): Colab draws Altair 5's own html output
 ]
 # Not part of Colab's own set, needed here to run and test the notebooks.
 RUNNER_PINS = ["nbclient==0.11.0", "nbformat==5.11.1", "pytest==9.2.0", "pytest-xdist==3.8.0"]

@@ -10,7 +10,7 @@ One rule for every helper: a value of the wrong *type* raises ``TypeError``, a v
 right type that is out of range or of the wrong shape raises ``ValueError``
 (``tests/test_errors.py`` holds the table).
 
-(Not to be confused with the exercise checkers, ``mha.exercises.check_*``, which grade a
+(Not to be confused with the exercise checkers, ``mha.course.exercises.check_*``, which grade a
 student's answer.)
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from mha import bench
+from mha.course import bench
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_bad_arguments():
 
 
 def test_load_stored_result_missing_file_says_how_to_fix():
-    with pytest.raises(FileNotFoundError, match="python -m mha.bench --out"):
+    with pytest.raises(FileNotFoundError, match="python -m mha.course.bench --out"):
         bench.load_stored_result("does_not_exist.json")
 
 

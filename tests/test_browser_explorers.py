@@ -2,7 +2,7 @@
 
 Reuses tests/test_browser.py's server (the strictly built site on 127.0.0.1) and its
 browser setup (Debian chromium through playwright, every non-loopback request aborted
-and recorded). On each page that holds an interactive figure (mha.interactive, drawn by
+and recorded). On each page that holds an interactive figure (mha.course.page_figures, drawn by
 the site's own vega-embed):
 
 * each control (select, radio buttons, check box, slider) is changed the way a reader
@@ -32,7 +32,7 @@ from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PHONE,
 
 import book_ext  # (FIGURE_SCRIPTS, FIGURE_CSS: what a figure page loads)
 
-import mha.interactive as mi  # noqa: E402
+import mha.course.page_figures as mi  # noqa: E402
 
 SHOTS_DIR = SHOTS / "explorers"
 PAGES = pages()

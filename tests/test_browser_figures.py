@@ -5,7 +5,7 @@ other request aborted and recorded; Debian chromium through playwright). Every p
 opened at the phone viewport (390 px, as tests/test_browser.py's phone pass) and measured:
 
 * each image a notebook output shows (a chapter's PNG) carries its smallest text in image px (the
-  ``tEXt`` chunk ``mha:smallest-text-px`` that ``mha.viz.png_text`` writes when the chapter runs); the
+  ``tEXt`` chunk ``mha:smallest-text-px`` that ``mha.course.pictures.png_text`` writes when the chapter runs); the
   page shows it at ``rendered / natural`` of its size (``getBoundingClientRect`` against
   ``naturalWidth``), so a reader sees ``smallest * rendered / natural`` CSS px. An output image without
   the chunk fails by name (re-execute its chapter). The landing page's SVG carries the same number
@@ -33,8 +33,8 @@ import site_probe
 from site_pages import ROOT, pages
 from test_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
-from mha.viz.png_text import KEY, NO_TEXT
-from mha.viz.style import MIN_TEXT_PX
+from mha.course.pictures.png_text import KEY, NO_TEXT
+from mha.course.pictures.style import MIN_TEXT_PX
 
 PAGES = pages()
 REPORT = SHOTS / "figure_text.json"
@@ -104,7 +104,7 @@ def problems(name: str, found: dict) -> list:
         label = f"{name}: image {img['index']} ({cell}{img['src'].rsplit('/', 1)[-1]}, alt {img['alt']!r})"
         if img["smallest"] is None:
             if img["output"] or img["src"].endswith(".svg"):
-                bad.append(f"{label} carries no {KEY} (re-execute the chapter with mha.viz imported)")
+                bad.append(f"{label} carries no {KEY} (re-execute the chapter with mha.course.pictures imported)")
         elif img["smallest"] != NO_TEXT:
             if not img["rendered"]:
                 bad.append(f"{label} is not shown (0 px wide): its text cannot be read")

@@ -7,7 +7,7 @@ On chapter 13 (tools/static/numerals-playground.js):
 * before the reader starts it, nothing of the runtime or the model is loaded; typing starts it,
   a progress line shows the download, and the bytes it adds are what the chapter says;
 * numerals typed into the box (the label names 中文数字) get, in the aria-live region, the
-  answers ``python -m mha.numerals`` gives;
+  answers ``python -m mha.course.numerals`` gives;
 * the page's logits and attention weights (every layer and head of the three kinds) are
   PyTorch's for the same tokens (max abs difference printed, <= 1e-4);
 * another input, another attention kind or another decoding step changes the attention views;
@@ -35,8 +35,8 @@ import fetch_assets
 import export_numerals_onnx as ex
 import numerals_playground
 
-from mha.numerals import load_pretrained, to_chinese
-from mha.numerals.data import encode_source
+from mha.course.numerals import load_pretrained, to_chinese
+from mha.course.numerals.data import encode_source
 
 SHOTS_DIR = SHOTS / "playground"
 CHAPTER = next(p for p in pages() if p.name == "13_trained_heads")
@@ -57,7 +57,7 @@ RUNTIME = ("onnxruntime-web/", "numerals/")  # what must not load before the rea
 
 
 def _cli(lines) -> list:
-    run = subprocess.run([sys.executable, "-m", "mha.numerals"], input="\n".join(lines) + "\n",
+    run = subprocess.run([sys.executable, "-m", "mha.course.numerals"], input="\n".join(lines) + "\n",
                          capture_output=True, text=True, encoding="utf-8", check=False)
     return run.stdout.splitlines()
 

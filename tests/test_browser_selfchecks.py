@@ -2,9 +2,9 @@
 
 Same setup as tests/test_browser.py (its fixtures: the strictly built site served on
 127.0.0.1, headless Debian chromium, every request to another host aborted and recorded).
-On every chapter page with self-checks (mha.selfcheck), each question is answered with every
+On every chapter page with self-checks (mha.course.selfcheck), each question is answered with every
 wrong option (or typical wrong number, and one more that matches none) and then with the right
-one; the feedback text and its right/wrong state must be the ones mha.selfcheck defines. The
+one; the feedback text and its right/wrong state must be the ones mha.course.selfcheck defines. The
 pages must log no console error, ask nothing from outside the site and not scroll sideways at
 390 px, also after the feedback has appeared. Screenshots go to _build/screenshots/selfchecks/.
 """
@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-import mha.selfcheck as sc
+import mha.course.selfcheck as sc
 from test_browser import CHROMIUM, CHROMIUM_ARGS, PAGE_READY, PAGE_OVERFLOW, PAGES, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
 
 QUESTIONS = [(e, i) for e in sc.EXERCISES for i in range(len(sc.questions(e)))]

@@ -227,21 +227,21 @@ def _viz():
     import matplotlib
 
     matplotlib.use("Agg")
-    import mha.viz
+    import mha.course.pictures
 
-    return mha.viz
+    return mha.course.pictures
 
 
 def _numerals():
-    import mha.numerals
+    import mha.course.numerals
 
-    return mha.numerals
+    return mha.course.numerals
 
 
 def _widgets():
-    import mha.widgets
+    import mha.course.widgets
 
-    return mha.widgets
+    return mha.course.widgets
 
 
 def _numeral_model():

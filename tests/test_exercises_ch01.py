@@ -4,7 +4,7 @@ answers are tried on every checker in tests/test_exercises_common.py)."""
 import numpy as np
 import torch
 
-from mha.exercises import (check_changed_positions, check_changed_positions_cross, check_changed_positions_fn,
+from mha.course.exercises import (check_changed_positions, check_changed_positions_cross, check_changed_positions_fn,
                            check_dependency_matrix, check_output_shape, check_output_shape_cross)
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)

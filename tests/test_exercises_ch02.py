@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 import mha
-from mha.exercises import (check_block_inputs, check_build_x, check_pe_bug, check_pe_shift_matrix, check_positional_encoding,
+from mha.course.exercises import (check_block_inputs, check_build_x, check_pe_bug, check_pe_shift_matrix, check_positional_encoding,
                            check_positional_encoding_from, check_run_stack)
-from mha.exercises.ch02 import build_x_buggy, ResidualBlock
+from mha.course.exercises.ch02 import build_x_buggy, ResidualBlock
 from mha.positional import sinusoidal_positional_encoding
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import (check_count_parameters, check_count_parameters_general, check_cross_projection_shapes,
+from mha.course.exercises import (check_count_parameters, check_count_parameters_general, check_cross_projection_shapes,
                            check_packed_head_k, check_project_matmul, check_project_packed, check_projection_shape,
                            results)
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
@@ -316,7 +316,7 @@ def _head_k_via_split(x, W, b, n_heads, head):  # all of K', then split (mha.spl
 
 
 def _head_k_variant(**wrong):
-    from mha.exercises.ch03 import packed_head_k
+    from mha.course.exercises.ch03 import packed_head_k
     return lambda x, W, b, h, head: packed_head_k(x, W, b, h, head, **wrong)
 
 

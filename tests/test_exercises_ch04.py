@@ -6,9 +6,9 @@ import torch
 from torch import nn
 
 import mha
-from mha.exercises import (check_big_from_heads, check_packed_from_heads, check_per_head_linears, check_split_bug, check_split_bug_repair,
+from mha.course.exercises import (check_big_from_heads, check_packed_from_heads, check_per_head_linears, check_split_bug, check_split_bug_repair,
                            check_split_heads, check_split_shape, results)
-from mha.exercises.ch04 import split_heads_buggy
+from mha.course.exercises.ch04 import split_heads_buggy
 from mha.steps import split_heads as imported_split_heads
 from exercise_support import answers_for, verdict_allowing_prints, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
 

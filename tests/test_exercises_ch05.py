@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import (check_attention, check_attention_weights, check_dot_product_variance,
+from mha.course.exercises import (check_attention, check_attention_weights, check_dot_product_variance,
                            check_dot_product_variance_scaled, check_scores_shape, results)
 from mha.steps import masked_softmax
 from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers

@@ -7,9 +7,9 @@ import numpy as np
 import torch
 
 import mha
-from mha.exercises import (check_concat_shapes, check_head_from_concat, check_merge_bug, check_merge_bug_repair,
+from mha.course.exercises import (check_concat_shapes, check_head_from_concat, check_merge_bug, check_merge_bug_repair,
                            check_merge_heads, check_swap_heads, results)
-from mha.exercises.ch06 import merge_heads_buggy
+from mha.course.exercises.ch06 import merge_heads_buggy
 from mha.steps import merge_heads as imported_merge_heads
 from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers
 

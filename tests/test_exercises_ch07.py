@@ -9,9 +9,9 @@ import torch
 
 import mha
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
-from mha.exercises import check_concat_from_output, check_output_without_head, check_w_o_params_dv
-from mha.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
-from mha.exercises import check_remove_head
+from mha.course.exercises import check_concat_from_output, check_output_without_head, check_w_o_params_dv
+from mha.course.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
+from mha.course.exercises import check_remove_head
 
 RIGHT = 512 * 512 + 512
 

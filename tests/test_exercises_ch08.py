@@ -12,8 +12,8 @@ from torch import nn
 import mha
 from exercise_support import (answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers,
                               wrong_answers)
-from mha.exercises import check_layer_shapes, check_load_from_torch, check_my_multihead_attention, results
-from mha.exercises import check_scale_bug
+from mha.course.exercises import check_layer_shapes, check_load_from_torch, check_my_multihead_attention, results
+from mha.course.exercises import check_scale_bug
 
 
 # ---------------------------------------------------------------- 8.1 shapes

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.exercises import check_all_head_weights, check_middle_widths, check_one_head_weights, check_padding_mask, check_zero_weights
+from mha.course.exercises import check_all_head_weights, check_middle_widths, check_one_head_weights, check_padding_mask, check_zero_weights
 from exercise_support import (RETURNED_GARBAGE, answers_for, every, fails_with, mistakes_for, not_done_answers,
                               passes, raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs,
                               shape_styles, shapes_changed, shapes_mapped, shapes_without, wrong_answers)
@@ -368,7 +368,7 @@ test_garbage_gets_a_verdict = wrong_answers(every([check_padding_mask, check_all
 
 def test_one_head_weights_on_the_worked_example():
     """The reference in the notebook checks its answer against the layer: the checker's key agrees."""
-    from mha.exercises.ch09 import _one_head_weights_reference
+    from mha.course.exercises.ch09 import _one_head_weights_reference
 
     torch.manual_seed(0)
     layer = mha.MultiHeadAttention(6, 2, dropout=0.0)

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 import mha
-from mha.exercises import check_causal_mask, check_combine_masks, check_cross_attention_shapes
-from mha.exercises import check_cache_step_mask, check_decoder_mask, check_window_mask
+from mha.course.exercises import check_causal_mask, check_combine_masks, check_cross_attention_shapes
+from mha.course.exercises import check_cache_step_mask, check_decoder_mask, check_window_mask
 from exercise_support import (RETURNED_GARBAGE, verdict_allowing_prints, answers_for, every, mistakes_for, not_done_answers,
                               raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs, shape_styles,
                               shapes_changed, shapes_mapped, shapes_without, wrong_answers)
@@ -373,7 +373,7 @@ def test_honest_answers_that_print_pass(capsys, checker, answer):
 
 def test_combine_tries_non_square_masks():
     """10.2 is tried with L < S and with two different causal arguments of the same shape."""
-    from mha.exercises.ch10 import COMBINE_CASES, _combine_causals
+    from mha.course.exercises.ch10 import COMBINE_CASES, _combine_causals
 
     shapes = [(L, len(ids[0])) for ids, _, L in COMBINE_CASES]
     assert any(L < S for L, S in shapes) and any(L == S for L, S in shapes)
@@ -382,7 +382,7 @@ def test_combine_tries_non_square_masks():
 
 def test_cross_attention_key_matches_the_layer():
     """The answer key is computed by running mha; it agrees with the worked-out shapes."""
-    from mha.exercises.ch10 import cross_shapes
+    from mha.course.exercises.ch10 import cross_shapes
 
     assert cross_shapes(2, 3, 5, 8, 2) == shapes_ok(2, 3, 5, 8, 2)
 

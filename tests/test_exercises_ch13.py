@@ -2,8 +2,8 @@
 garbage never raises."""
 import torch
 
-from mha.exercises import check_continue_prefix, check_greedy_decode, check_pad_numerals, check_zero_head_hook
-from mha.numerals.data import BOS, EOS, TGT_TOKENS
+from mha.course.exercises import check_continue_prefix, check_greedy_decode, check_pad_numerals, check_zero_head_hook
+from mha.course.numerals.data import BOS, EOS, TGT_TOKENS
 from exercise_support import answers_for, every, mistakes_for, not_done_answers, right_answers, verdict, wrong_answers
 from exercise_support import raise_value_error as crashes
 
@@ -291,13 +291,13 @@ def hook_inplace(head, d_k):
 
 
 def hook_via_mha(head, d_k):
-    from mha.numerals.model import zero_head_hook
+    from mha.course.numerals.model import zero_head_hook
     return zero_head_hook(head, d_k)
 
 
 def hook_calls_mha_inside(head, d_k):
     def hook(module, inputs):
-        from mha.numerals.model import zero_head_hook
+        from mha.course.numerals.model import zero_head_hook
         return zero_head_hook(head, d_k)(module, inputs)
     return hook
 

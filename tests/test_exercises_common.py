@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import mha.exercises as ex
+import mha.course.exercises as ex
 import mha
-from mha.numerals.data import decode_target
+from mha.course.numerals.data import decode_target
 from exercise_support import STUBS, label, verdict, verdict_allowing_prints
 
 # The checkers of the book's current exercises (a replaced exercise's checker is tried in its chapter's file).
@@ -299,7 +299,7 @@ def test_a_verdict_is_its_bool_and_a_notebook_shows_nothing_for_it(capsys):
     """The check cell's last line is the checker call: no stray True/False under the printed verdict."""
     from IPython.core.formatters import DisplayFormatter
 
-    from mha.exercises._core import Verdict
+    from mha.course.exercises._core import Verdict
 
     checker = CHECKERS[0]
     ok = checker(None, record=False)

@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 import mha
-import mha.exercises as ex
-from mha.numerals.data import BOS, EOS, decode_target
+import mha.course.exercises as ex
+from mha.course.numerals.data import BOS, EOS, decode_target
 from exercise_support import verdict, verdict_allowing_prints
 
 
@@ -146,7 +146,7 @@ MISTAKES = [
 
 
 def _pad_with_book_vocab(words, vocab, pad_id):
-    from mha.numerals.data import SRC_ID
+    from mha.course.numerals.data import SRC_ID
     S = max(map(len, words))
     ids = torch.full((len(words), S), pad_id, dtype=torch.long)
     for b, w in enumerate(words):

@@ -1,6 +1,6 @@
 """Figures speak Chinese and stay readable on a phone: every glyph in the shipped subset, text >= 9 CSS px.
 
-``mha.viz.style.smallest_text_px`` measures a figure the way the site shows it: the PNG (tight box,
+``mha.course.pictures.style.smallest_text_px`` measures a figure the way the site shows it: the PNG (tight box,
 100 dpi) at its natural width or scaled down to the 358 px column of a 390 px phone.
 """
 import ast
@@ -17,8 +17,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from fontTools.ttLib import TTFont  # noqa: E402
 
-from mha.viz import cjk  # noqa: E402
-from mha.viz.style import MIN_TEXT_PX, PHONE_COLUMN_PX, SCREEN_DPI, smallest_text_px  # noqa: E402
+from mha.course.pictures import cjk  # noqa: E402
+from mha.course.pictures.style import MIN_TEXT_PX, PHONE_COLUMN_PX, SCREEN_DPI, smallest_text_px  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("[01][0-9]_*.ipynb"))
@@ -27,23 +27,23 @@ PLOTS = ("plot", "set_title", "suptitle", "set_xlabel", "set_ylabel", "text", "s
 
 
 def _figures():
-    from mha.course.viz.curves import plot_benchmark, plot_curves
-    from mha.course.viz.heads import plot_concat, plot_head_split
-    from mha.course.viz.mixing import plot_head_dependency
-    from mha.course.viz.scaling import plot_scaling
-    from mha.viz import plot_flow, plot_heads, plot_heatmap, plot_mask
+    from mha.course.pictures.curves import plot_benchmark, plot_curves
+    from mha.course.pictures.heads import plot_concat, plot_head_split
+    from mha.course.pictures.mixing import plot_head_dependency
+    from mha.course.pictures.scaling import plot_scaling
+    from mha.course.pictures import plot_flow, plot_heads, plot_heatmap, plot_mask
 
     torch.manual_seed(0)
     w = torch.rand(8, 5, 5).softmax(-1)
     toks = ["You", "are", "welcome", "PAD", "t5"]
-    from mha.viz import plot_attention_blocks
+    from mha.course.pictures import plot_attention_blocks
 
     yield "plot_attention_blocks", lambda: plot_attention_blocks().figure
-    from mha.viz import plot_head_matrices
+    from mha.course.pictures import plot_head_matrices
 
     yield "plot_head_matrices", lambda: plot_head_matrices(torch.randn(4, 64), torch.randn(6, 64), torch.randn(6, 64))
     yield "plot_flow", lambda: plot_flow().figure
-    from mha.viz import plot_transformer
+    from mha.course.pictures import plot_transformer
 
     yield "plot_transformer", lambda: plot_transformer().figure
     yield "plot_flow[highlight]", lambda: plot_flow(B=3, L=5, d_model=4, n_heads=2, highlight=3).figure
@@ -126,7 +126,7 @@ def test_chapter_figure_labels_are_in_the_font_subset():
         for cell in cells:
             if cell["cell_type"] == "code":
                 used |= _figure_strings("".join(cell["source"]))
-        assert used <= needed, f"{path.name}: add {sorted(used - needed)} to mha.viz.cjk.CHAPTER_TEXT"
+        assert used <= needed, f"{path.name}: add {sorted(used - needed)} to mha.course.pictures.cjk.CHAPTER_TEXT"
         assert all(ord(c) in cmap for c in used), f"{path.name}: run python tools/subset_font.py"
 
 
@@ -137,7 +137,7 @@ def test_figure_code_characters_are_in_the_font_subset():
 
 
 # The figures draw no text below 10 pt (the viz functions above, matplotlib's 11 pt default that
-# mha.viz sets, and the chapters' own labels), which is 13.9 px in a PNG stored at 100 dpi. A phone
+# mha.course.pictures sets, and the chapters' own labels), which is 13.9 px in a PNG stored at 100 dpi. A phone
 # shows the PNG at min(1, 358 / width) of its size, so the text stays >= 9 CSS px while the stored
 # image is at most 358 * 13.9 / 9 = 553 px wide. Chapter 13 is drawn by its own helpers (not yet checked).
 SMALLEST_PT = 10

@@ -1,4 +1,4 @@
-"""The interactive figures (mha.interactive): every state the controls reach is precomputed, and right.
+"""The interactive figures (mha.course.page_figures): every state the controls reach is precomputed, and right.
 
 Each builder's stored rows are compared with the mha functions the live ipywidgets explorers
 call; the spec's controls must reach exactly the precomputed states; the specs stay small;
@@ -21,14 +21,14 @@ import fetch_assets  # tools/ (pyproject: pythonpath)
 import pytest
 import torch
 
-import mha.interactive as mi
-import mha.widgets
-from mha.interactive._figure import InteractiveFigure, rounded, wrap
-from mha.interactive.myst import FIGURE_CLASS, VegaLiteFigurePlugin, figure_html
-from mha.interactive.shapes import fill, shape_trace
-from mha.widgets import EXAMPLE_SENTENCES, head_weights, mask_weights, score_stats, shape_steps
-from mha.widgets.scaling import N_KEYS, N_PAIRS
-from mha.widgets.shapes import head_width_problem
+import mha.course.page_figures as mi
+import mha.course.widgets
+from mha.course.page_figures._figure import InteractiveFigure, rounded, wrap
+from mha.course.page_figures.myst import FIGURE_CLASS, VegaLiteFigurePlugin, figure_html
+from mha.course.page_figures.shapes import fill, shape_trace
+from mha.course.widgets import EXAMPLE_SENTENCES, head_weights, mask_weights, score_stats, shape_steps
+from mha.course.widgets.scaling import N_KEYS, N_PAIRS
+from mha.course.widgets.shapes import head_width_problem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILDERS = {"scaling": mi.scaling_figure, "shapes": mi.shape_figure, "heads": mi.head_figure,
@@ -52,12 +52,12 @@ def close(a, b, tol=1.01e-3) -> bool:
 
 def test_the_figures_load_no_widget_code():
     """Importing the figures and computing their states loads the explorations, never the widgets' views."""
-    code = ("import sys, mha.course.interactive as mi; mi.head_states(); mi.mask_states(); "
+    code = ("import sys, mha.course.page_figures as mi; mi.head_states(); mi.mask_states(); "
             "print('\\n'.join(sorted(sys.modules)))")
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                                 cwd=ROOT).stdout.split())
-    assert {"mha.course.explorations.heads", "mha.course.explorations.masks"} <= loaded
-    widget_code = {m for m in loaded if m.startswith(("mha.course.widgets", "mha.widgets"))
+    assert {"mha.course.figure_data.heads", "mha.course.figure_data.masks"} <= loaded
+    widget_code = {m for m in loaded if m.startswith(("mha.course.widgets", "mha.course.widgets"))
                    or m.split(".")[0] in ("ipywidgets", "matplotlib")}
     assert not widget_code, f"the figures loaded widget code: {sorted(widget_code)[:10]}"
 
@@ -67,9 +67,9 @@ def test_the_figures_load_no_widget_code():
                                          ("scaling", "score_stats"), ("scaling", "D_K_CHOICES"),
                                          ("shapes", "shape_steps"), ("shapes", "head_width_problem")])
 def test_the_widgets_reexport_the_explorations(topic, name):
-    """One home for each number: mha.widgets hands out the very objects of mha.course.explorations."""
-    module = importlib.import_module(f"mha.course.explorations.{topic}")
-    assert getattr(mha.widgets, name) is getattr(module, name)
+    """One home for each number: mha.course.widgets hands out the very objects of mha.course.figure_data."""
+    module = importlib.import_module(f"mha.course.figure_data.{topic}")
+    assert getattr(mha.course.widgets, name) is getattr(module, name)
 
 
 def test_scaling_states_match_score_stats(figures):
@@ -142,8 +142,8 @@ def test_mask_states_match_mask_weights(figures):
 
 
 def test_trained_head_states_match_the_models_attention_maps(figures):
-    from mha.numerals import load_pretrained, to_chinese
-    from mha.numerals.analysis import teacher_forced
+    from mha.course.numerals import load_pretrained, to_chinese
+    from mha.course.numerals.analysis import teacher_forced
 
     fig, model = figures["trained"], load_pretrained().double()
     for number in (60708090, 2026):
@@ -325,7 +325,7 @@ def test_the_chapter_stores_the_current_figure(name):
     assert len(stored) == 1, f"{CHAPTERS[name]}: expected one interactive figure, found {len(stored)}"
     spec, tags, source = stored[0]
     assert "nbval-ignore-output" in tags and "remove-output" not in tags
-    assert f"mha.interactive.{BUILDERS[name].__name__}(" in source
+    assert f"mha.course.page_figures.{BUILDERS[name].__name__}(" in source
     before = torch.get_default_dtype()
     torch.set_default_dtype(_chapter_dtype(CHAPTERS[name]))
     try:

@@ -55,6 +55,16 @@ def test_reference_solutions_are_hidden_on_site_and_in_colab(path):
             assert "record=False" in source(cell), f"{path.name}: solution check must not count in the summary"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cell_installs_the_release_in_pyproject(path):
+    """A saved copy of a notebook installs the release it was executed with, never a moving branch."""
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    refs = re.findall(r"git\+https://\S+?@([\w.-]+)\"", source(load(path)["cells"][0]))
+    assert refs == [f"v{version}"], f"{path.name}: the setup cell installs {refs}, pyproject.toml's release is v{version}"
+
+
 def test_setup_cell_installs_only_in_colab(monkeypatch):
     import subprocess
     import types
@@ -83,7 +93,7 @@ def test_live_explorers_have_a_static_picture_before_them(path):
     cells = load(path)["cells"]
     for i, cell in enumerate(cells):
         src = source(cell)
-        live = "mha.widgets." in src and ("_explorer()" in src or "head_viewer()" in src)
+        live = "mha.course.widgets." in src and ("_explorer()" in src or "head_viewer()" in src)
         if cell["cell_type"] == "code" and live:
             tags = cell["metadata"].get("tags", [])
             assert "nbval-ignore-output" in tags and "remove-output" in tags, f"{path.name} cell {i}"

@@ -1,4 +1,4 @@
-"""mha.numerals: the reading rules, the data split, the model, the shipped weights and the command line."""
+"""mha.course.numerals: the reading rules, the data split, the model, the shipped weights and the command line."""
 import json
 import os
 import random
@@ -9,16 +9,16 @@ import pytest
 import torch
 
 import mha
-from mha.numerals import (ACCURACY_THRESHOLD, DATA_DIR, NumeralConfig, NumeralError, NumeralTransformer, TrainConfig,
+from mha.course.numerals import (ACCURACY_THRESHOLD, DATA_DIR, NumeralConfig, NumeralError, NumeralTransformer, TrainConfig,
                           ablate_heads, exact_match, held_out_numbers, is_held_out, load_pretrained, load_snapshots,
                           make_batch, parse, shipped_info, to_chinese, train)
-from mha.numerals.data import (BOS, EOS, MAX_SOURCE_LEN, PAD, SRC_TOKENS, TGT_TOKENS, decode_target, encode_source,
+from mha.course.numerals.data import (BOS, EOS, MAX_SOURCE_LEN, PAD, SRC_TOKENS, TGT_TOKENS, decode_target, encode_source,
                                training_numbers)
-from mha.numerals.analysis import (ablation_accuracies, correct_rows, digit_peak_breakdown, digit_peak_rate,
+from mha.course.numerals.analysis import (ablation_accuracies, correct_rows, digit_peak_breakdown, digit_peak_rate,
                                   evenness, head_means, mass_chance, mass_on, teacher_forced,
                                   teacher_forced_exact_match, zero_peak_kinds)
-from mha.numerals.train import lr_at
-from mha.numerals.words import DIGITS, digit_sources
+from mha.course.numerals.train import lr_at
+from mha.course.numerals.words import DIGITS, digit_sources
 
 # ---------------------------------------------------------------- reading rules
 
@@ -358,7 +358,7 @@ def test_train_runs_with_progress_bar_and_snapshots(capsys):
 # ---------------------------------------------------------------- command line
 
 def _cli(args=(), stdin=None, env=None):
-    return subprocess.run([sys.executable, "-m", "mha.numerals", *args], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mha.course.numerals", *args], input=stdin, capture_output=True,
                           text=True, encoding="utf-8", timeout=120, env=env)
 
 
@@ -367,7 +367,7 @@ def test_cli_speaks_utf8_under_an_ascii_locale():
     run = _cli(["--strict"], stdin="十二\n二千\n", env=ascii_env)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert run.stdout.splitlines()[0] == "12" and "两千" in run.stdout.splitlines()[1]
-    bad_bytes = subprocess.run([sys.executable, "-m", "mha.numerals"], input=b"\xff\xfe\n", capture_output=True,
+    bad_bytes = subprocess.run([sys.executable, "-m", "mha.course.numerals"], input=b"\xff\xfe\n", capture_output=True,
                                timeout=120, env=ascii_env)
     assert bad_bytes.returncode == 1 and b"Traceback" not in bad_bytes.stderr, bad_bytes.stderr
     assert bad_bytes.stdout.decode("utf-8").startswith("错误：")
@@ -407,7 +407,7 @@ def test_cli_reads_lines_and_reports_bad_ones_in_place():
 
 def test_cli_says_when_the_model_is_wrong():
     """The model's digits are printed as they are; when the rules read another number, the line says so."""
-    from mha.numerals.__main__ import convert
+    from mha.course.numerals.__main__ import convert
 
     class OffByOne:  # a model that gets the second number wrong
         def translate(self, texts):

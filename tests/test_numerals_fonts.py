@@ -14,9 +14,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from fontTools.ttLib import TTFont  # noqa: E402
 
-from mha.numerals.words import ALPHABET  # noqa: E402
-from mha.viz import cjk, numerals as viz_numerals, transformer as viz_transformer  # noqa: E402
-from mha.viz import plot_block_heads, plot_head_panels, plot_head_table, plot_loss, plot_transformer  # noqa: E402
+from mha.course.numerals.words import ALPHABET  # noqa: E402
+from mha.course.pictures import cjk, numerals as viz_numerals, transformer as viz_transformer  # noqa: E402
+from mha.course.pictures import plot_block_heads, plot_head_panels, plot_head_table, plot_loss, plot_transformer  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MISSING = ("missing from font", "Glyph")
@@ -101,7 +101,7 @@ def test_figures_render_without_a_system_cjk_font(tmp_path):
         "from matplotlib import font_manager\n"
         "font_manager.fontManager.ttflist = [f for f in font_manager.fontManager.ttflist\n"
         "                                    if 'matplotlib' in f.fname]  # bundled DejaVu only\n"
-        "from mha.viz import plot_transformer\n"
+        "from mha.course.pictures import plot_transformer\n"
         "with warnings.catch_warnings(record=True) as w:\n"
         "    warnings.simplefilter('always')\n"
         "    plot_transformer().figure.canvas.draw()\n"

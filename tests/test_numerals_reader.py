@@ -1,4 +1,4 @@
-"""mha.numerals.reader: every common way of writing a number is read, only non-numbers are refused.
+"""mha.course.numerals.reader: every common way of writing a number is read, only non-numbers are refused.
 
 Two independent writers from PyPI (cn2an, pycnnum: test-only dependencies) write the numbers in their own
 styles (二千, 一百一, 大写, 萬); the reader must give back every number they wrote.
@@ -9,8 +9,8 @@ import cn2an
 import pycnnum
 import pytest
 
-from mha.numerals import MAX_NUMBER, NumeralError, parse, to_chinese
-from mha.numerals.reader import NOTES, read, to_ordinary
+from mha.course.numerals import MAX_NUMBER, NumeralError, parse, to_chinese
+from mha.course.numerals.reader import NOTES, read, to_ordinary
 
 
 def _numbers():

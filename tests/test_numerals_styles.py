@@ -1,13 +1,13 @@
-"""The training writer (mha.numerals.styles) and the independent test writer (mha.numerals.categories) agree,
+"""The training writer (mha.course.numerals.styles) and the independent test writer (mha.course.numerals.categories) agree,
 every writing reads back, training never sees a held-out number, and the category tests are what they say."""
 import random
 
 import pytest
 
-from mha.numerals import is_held_out, read, to_chinese
-from mha.numerals.categories import CATEGORIES, category_tests, write_independently
-from mha.numerals.data import MAX_SOURCE_LEN, SRC_ID, training_batch
-from mha.numerals.styles import STYLES, has_short_form, write
+from mha.course.numerals import is_held_out, read, to_chinese
+from mha.course.numerals.categories import CATEGORIES, category_tests, write_independently
+from mha.course.numerals.data import MAX_SOURCE_LEN, SRC_ID, training_batch
+from mha.course.numerals.styles import STYLES, has_short_form, write
 
 NUMBERS = list(range(0, 20_000)) + random.Random(5).sample(range(20_000, 100_000_000), 20_000)
 OPTIONS = {"standard": {}, "二": {"two": "二"}, "两百": {"two": "两百"}, "一十": {"yi_shi": True},

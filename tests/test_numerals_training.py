@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from mha.numerals import (ACCURACY_THRESHOLD, CATEGORY_THRESHOLD, DATA_DIR, NumeralConfig, TrainConfig, exact_match,
+from mha.course.numerals import (ACCURACY_THRESHOLD, CATEGORY_THRESHOLD, DATA_DIR, NumeralConfig, TrainConfig, exact_match,
                           held_out_numbers, shipped_info, train)
-from mha.numerals.categories import category_table
+from mha.course.numerals.categories import category_table
 
 pytestmark = pytest.mark.slow
 

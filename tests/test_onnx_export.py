@@ -5,7 +5,7 @@
 * the exported graph, run by onnxruntime (Python), gives PyTorch's logits and attention weights
   (max abs difference printed, <= 1e-4) for inputs of every length, one character to the longest;
 * the page's decoding loop (greedy, one run per step, argmax of the last position) over that graph
-  answers exactly what ``python -m mha.numerals`` answers, on a few hundred numerals;
+  answers exactly what ``python -m mha.course.numerals`` answers, on a few hundred numerals;
 
 tests/test_browser_playground.py checks the same in the page itself for some inputs.
 """
@@ -23,8 +23,8 @@ import torch
 import export_numerals_onnx as ex
 
 from mha import MultiHeadAttention
-from mha.numerals import held_out_numbers, load_pretrained, to_chinese
-from mha.numerals.data import MAX_SOURCE_LEN, SRC_TOKENS, encode_source
+from mha.course.numerals import held_out_numbers, load_pretrained, to_chinese
+from mha.course.numerals.data import MAX_SOURCE_LEN, SRC_TOKENS, encode_source
 
 ort = pytest.importorskip("onnxruntime")
 TOLERANCE = 1e-4
@@ -61,7 +61,7 @@ def page_decode(session, tables, text) -> tuple[str, list]:
 
 
 def _cli(lines) -> list:
-    run = subprocess.run([sys.executable, "-m", "mha.numerals"], input="\n".join(lines) + "\n",
+    run = subprocess.run([sys.executable, "-m", "mha.course.numerals"], input="\n".join(lines) + "\n",
                          capture_output=True, text=True, encoding="utf-8", check=False)
     return run.stdout.splitlines()
 

@@ -1,4 +1,4 @@
-"""The PNG a chapter stores carries its smallest text size (mha.viz.png_text), read back by the browser tests."""
+"""The PNG a chapter stores carries its smallest text size (mha.course.pictures.png_text), read back by the browser tests."""
 import base64
 import io
 
@@ -13,7 +13,7 @@ from IPython.core.formatters import DisplayFormatter  # noqa: E402
 from IPython.core.pylabtools import print_figure, select_figure_formats  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from mha.viz import png_text  # noqa: E402
+from mha.course.pictures import png_text  # noqa: E402
 
 
 def _figure(title_pt=8, text=True):

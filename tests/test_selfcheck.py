@@ -1,12 +1,12 @@
-"""The self-checks in the pages (mha.selfcheck): well-formed, computed, agreeing with the checkers, in the notebooks.
+"""The self-checks in the pages (mha.course.selfcheck): well-formed, computed, agreeing with the checkers, in the notebooks.
 
 * every chapter 1-10 has one, at least 15 exercises in all; every multiple-choice question has
   exactly one right option and every option a feedback that says right/wrong and why;
-* the right answers agree with the notebook checkers of mha.exercises (the checker accepts the
+* the right answers agree with the notebook checkers of mha.course.exercises (the checker accepts the
   right option and rejects every wrong one), and with the lecture's formulas;
 * the display data is deterministic and leaves the notebook's random state alone;
 * each notebook shows the self-check next to its exercise (input removed on the site), with
-  the stored output that mha.selfcheck renders now; every coding exercise says, next to its
+  the stored output that mha.course.selfcheck renders now; every coding exercise says, next to its
   stub, that it is done in Colab or a local Jupyter;
 * the Colab setup cell installs the jupyterquiz that requirements.txt pins.
 """
@@ -22,9 +22,9 @@ import re
 import pytest
 import torch
 
-import mha.selfcheck as sc
-from mha import exercises as ex
-from mha.exercises import ch02, ch05, ch09, ch10
+import mha.course.selfcheck as sc
+from mha.course import exercises as ex
+from mha.course.exercises import ch02, ch05, ch09, ch10
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 import setup_cell
@@ -326,13 +326,13 @@ def test_notebook_shows_its_self_checks_next_to_the_exercises(chapter):
     mine = [e for e in sc.EXERCISES if chapter_of(e) == chapter]
     assert mine, f"{path.name}: no self-check"
     for exercise_id, block in blocks.items():
-        quiz = [c for c in block if c["cell_type"] == "code" and "mha.selfcheck.show" in _src(c)]
+        quiz = [c for c in block if c["cell_type"] == "code" and "mha.course.selfcheck.show" in _src(c)]
         if exercise_id not in mine:
             assert not quiz, f"{path.name} {exercise_id}: a self-check cell for an exercise without questions"
             continue
         assert len(quiz) == 1 and block[1] is quiz[0], f"{path.name} {exercise_id}: the self-check comes right after the prompt"
         cell = quiz[0]
-        assert f'mha.selfcheck.show("{exercise_id}")' in _src(cell)
+        assert f'mha.course.selfcheck.show("{exercise_id}")' in _src(cell)
         assert "remove-input" in cell["metadata"].get("tags", []) and cell["metadata"].get("cellView") == "form"
         stored = [{k: "".join(v) for k, v in o["data"].items()} for o in cell["outputs"] if o["output_type"] == "display_data"]
         assert stored == sc.bundles(exercise_id), (
@@ -364,8 +364,7 @@ def test_setup_cell_and_requirements_pin_the_same_jupyterquiz():
 
     pin = setup_cell.pinned("jupyterquiz")
     assert re.fullmatch(r"jupyterquiz==[\d.]+", pin)
-    url, branch = setup_cell.read_repository()
-    assert f'"--no-deps", "{pin}", ' in setup_cell.setup_cell_source(url, branch)
+    assert f'"--no-deps", "{pin}", ' in setup_cell.setup_cell()["source"]
     assert md.version("jupyterquiz") == pin.split("==")[1]
     deps = md.requires("mha-course") or []
     assert any(d.replace(" ", "").lower().startswith("jupyterquiz") for d in deps)

@@ -283,8 +283,8 @@ def test_flow_grid_draws_every_step_with_its_shape_in_the_shipped_font():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mha.viz.flow import flow_shapes
-    from mha.viz.flow_grid import plot_flow_grid
+    from mha.course.pictures.flow import flow_shapes
+    from mha.course.pictures.flow_grid import plot_flow_grid
 
     ax = plot_flow_grid(B=3, L=5, d_model=64, n_heads=4)
     texts = [t.get_text() for t in ax.texts]
@@ -292,7 +292,7 @@ def test_flow_grid_draws_every_step_with_its_shape_in_the_shipped_font():
     for label, shape in flow_shapes(3, 5, 64, 4):
         assert label in texts and shape in texts, (label, shape)
     assert "(3, 4, 5, 16)" in texts  # split heads: (B, h, L, d_k)
-    from mha.viz.cjk import required_characters
+    from mha.course.pictures.cjk import required_characters
 
     assert set("".join(texts)) <= set(required_characters()), "a label outside the shipped CJK font subset"
     with pytest.raises(ValueError, match="divisible"):
@@ -302,7 +302,7 @@ def test_flow_grid_draws_every_step_with_its_shape_in_the_shipped_font():
 
 
 def test_landing_figure_alt_text_states_every_shape(site):
-    from mha.viz.flow import flow_shapes
+    from mha.course.pictures.flow import flow_shapes
 
     alt = [i for i in soup(site / "book/intro.html").find_all("img") if i["src"].endswith("flow.svg")][0]["alt"]
     for _, shape in flow_shapes():

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from mha.toy_task import LookBackModel, ToyConfig, accuracy, deterministic, head_offsets, make_batch, train
+from mha.course.toy_task import LookBackModel, ToyConfig, accuracy, deterministic, head_offsets, make_batch, train
 
 
 def test_make_batch_targets_look_back():

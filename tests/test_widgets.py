@@ -1,4 +1,4 @@
-"""The interactive explorers of mha.widgets: their plain logic, their widgets driven by code
+"""The interactive explorers of mha.course.widgets: their plain logic, their widgets driven by code
 (tests/widget_scenarios.py, also run under Colab's ipywidgets in tests/colab/) and in a real kernel."""
 import math
 
@@ -11,8 +11,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-import mha.widgets as W
-from mha.viz.flow import flow_shapes
+import mha.course.widgets as W
+from mha.course.pictures.flow import flow_shapes
 
 from widget_scenarios import SCENARIOS, assert_kernel_outputs, kernel_notebook
 

@@ -1,6 +1,6 @@
 """Explorer scenarios: drive every explorer widget the way a reader's clicks do.
 
-Each ``scenario_*`` builds a widget with ``mha.widgets.build_*``, sets control values
+Each ``scenario_*`` builds a widget with ``mha.course.widgets.build_*``, sets control values
 (``control.value = ...`` fires the observers) and asserts that the redraw happened and
 that the printed text, the figure and the numbers changed accordingly. pytest runs them
 here (tests/test_widgets.py, ipywidgets 8) and in the Colab-like environment
@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 import mha  # noqa: E402  (the installed mha: editable in .venv, a --no-deps copy in the Colab-like venv)
-import mha.widgets as W  # noqa: E402
+import mha.course.widgets as W  # noqa: E402
 
 
 def quiet(build, *args, **kwargs):
@@ -118,7 +118,7 @@ def scenario_mask_explorer():
 
 
 def scenario_figure_glyphs():
-    from mha.viz.cjk import required_characters
+    from mha.course.pictures.cjk import required_characters
 
     figures = [W.shape_view().figure, W.head_view().figure, W.scaling_view().figure, W.mask_view().figure]
     known = set(required_characters()) | {"\u2212", "\n"}  # the tick minus sign is in DejaVu Sans
@@ -148,7 +148,7 @@ SCENARIOS = [scenario_shape_explorer, scenario_head_viewer, scenario_scaling_exp
 
 # ---------------------------------------------------------------- in a real kernel: what lands in the Output widgets
 KERNEL_CELLS = [
-    "import mha.widgets as W\n"
+    "import mha.course.widgets as W\n"
     "boxes = [W.build_shape_explorer(), W.build_head_viewer(), W.build_scaling_explorer(), W.build_mask_explorer()]\n"
     "for box in boxes:\n    display(box.widget)",
     "boxes[0].controls['n_heads'].value = 3",

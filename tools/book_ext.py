@@ -7,7 +7,7 @@ At the start of every build it
 2. renders every formula at build time with KaTeX (``tools/site_math.py``: the renderer
    ``mha-katex``; a formula it cannot render fails the strict build);
 3. draws the landing page's figure of the six steps with
-   ``mha.viz.flow_grid.plot_flow_grid`` (the steps and shapes of ``mha.viz.plot_flow``
+   ``mha.course.pictures.flow_grid.plot_flow_grid`` (the steps and shapes of ``mha.course.pictures.plot_flow``
    in two rows, legible on a phone) into ``book/_generated/`` (git-ignored), so the
    figure always matches the code;
 4. drops sphinx-thebe's scripts from every page. Jupyter Book always loads sphinx-thebe
@@ -19,8 +19,8 @@ At the start of every build it
    and drawing a frozen copy would need RequireJS and the widget manager from CDNs
    (``nb_ipywidgets_js: {}`` in _config.yml turns them off). The live explorer cells are
    tagged ``remove-output``; a static picture stands before each;
-6. gives the pages that hold an interactive figure (``mha.interactive``; the myst-nb
-   plugin ``mha/course/interactive/myst.py`` renders each as a ``div.mha-vega-figure``) the
+6. gives the pages that hold an interactive figure (``mha.course.page_figures``; the myst-nb
+   plugin ``mha/course/page_figures/myst.py`` renders each as a ``div.mha-vega-figure``) the
    site's own vega, vega-lite and vega-embed (``_vendor/``, fetched from npm) plus the
    small glue ``tools/static/mha-figures.js`` and its CSS -- and no other page any of it;
 7. exports chapter 13's trained model to ONNX for its in-browser playground and gives that page
@@ -55,8 +55,8 @@ def render_flow_svg() -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mha.viz.flow_grid import plot_flow_grid
-    from mha.viz.png_text import svg_with_text_size
+    from mha.course.pictures.flow_grid import plot_flow_grid
+    from mha.course.pictures.png_text import svg_with_text_size
 
     with matplotlib.rc_context({"svg.hashsalt": "mha-flow", "svg.fonttype": "path"}):
         ax = plot_flow_grid()
@@ -80,7 +80,7 @@ def _require_figure_plugin():
     """The interactive figures need the myst-nb plugin that the installed ``mha`` registers (entry point)."""
     from myst_nb.core.render import load_mime_renders
 
-    from mha.interactive.myst import VegaLiteFigurePlugin
+    from mha.course.page_figures.myst import VegaLiteFigurePlugin
 
     if VegaLiteFigurePlugin not in load_mime_renders():
         raise RuntimeError(
@@ -129,7 +129,7 @@ def has_interactive_figure(doctree) -> bool:
     """Whether a page's doctree holds an interactive figure (the myst-nb plugin's raw HTML)."""
     from docutils import nodes
 
-    from mha.interactive.myst import FIGURE_CLASS
+    from mha.course.page_figures.myst import FIGURE_CLASS
 
     marker = f'class="{FIGURE_CLASS}"'
     return doctree is not None and any(marker in n.astext() for n in doctree.findall(nodes.raw))

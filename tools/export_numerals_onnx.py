@@ -1,7 +1,7 @@
 """Export chapter 13's trained numeral Transformer for the in-browser playground (build time).
 
 The page (``tools/static/numerals-playground.js``) runs the *same* model as the chapter: this
-script loads the shipped weights with :func:`mha.numerals.load_pretrained`, wraps the model's
+script loads the shipped weights with :func:`mha.course.numerals.load_pretrained`, wraps the model's
 own teacher-forced pass (:meth:`NumeralTransformer.attention_maps`) and exports it with
 ``torch.onnx.export(..., dynamo=True)``. The page only tokenises, loops over the decoding steps
 (feeding ``<bos> d1 ... dk`` and taking the argmax of the last position) and draws.
@@ -12,8 +12,8 @@ Two files are written into ``<out>/numerals/``:
   ``logits`` (1, T, V_tgt) and the attention weights of every layer and head,
   ``encoder`` (n_enc, 1, h, S, S), ``decoder`` (n_dec, 1, h, T, T), ``cross`` (n_dec, 1, h, T, S);
 * ``numerals_4h.json``: everything else the page needs, read from the Python modules (nothing
-  is typed twice): the vocabularies and special ids (:mod:`mha.numerals.data`), the model's
-  sizes, the chapter's figure labels (:mod:`mha.viz.numerals`) and colour map (``mha.viz``'s
+  is typed twice): the vocabularies and special ids (:mod:`mha.course.numerals.data`), the model's
+  sizes, the chapter's figure labels (:mod:`mha.course.pictures.numerals`) and colour map (``mha.course.pictures``'s
   ``CMAP``), and the file sizes the page reports while loading.
 
 A stamp (sha256 of the inputs: weights, this script and the model code, library versions) makes a
@@ -44,7 +44,7 @@ def playground_module(model):
     import torch
 
     from mha.masks import padding_mask
-    from mha.numerals.data import PAD
+    from mha.course.numerals.data import PAD
 
     class Playground(torch.nn.Module):
         def __init__(self):
@@ -73,7 +73,7 @@ def export_onnx(model, path: pathlib.Path) -> pathlib.Path:
     import onnx
     import torch
 
-    from mha.numerals.data import BOS, encode_source
+    from mha.course.numerals.data import BOS, encode_source
 
     longest = max_positions(model)
     src, _ = encode_source(["两千零二十六"])  # example inputs; S and T stay symbolic
@@ -97,9 +97,9 @@ def page_tables(model) -> dict:
     """What the page needs besides the graph, all read from the Python modules."""
     import matplotlib
 
-    from mha.numerals import data
-    from mha.viz import style
-    from mha.viz.numerals import BLOCK_TITLES, head_label, row_label
+    from mha.course.numerals import data
+    from mha.course.pictures import style
+    from mha.course.pictures.numerals import BLOCK_TITLES, head_label, row_label
 
     cfg = model.cfg
     n_layers = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
@@ -138,7 +138,7 @@ def _inputs_digest(weights: pathlib.Path) -> str:
 
 def ensure_exported(out: pathlib.Path) -> pathlib.Path:
     """Make sure ``out/numerals/`` holds the graph and the tables of the shipped model; return ``out``."""
-    from mha.numerals import DATA_DIR, load_pretrained, shipped_info
+    from mha.course.numerals import DATA_DIR, load_pretrained, shipped_info
 
     folder = out / "numerals"
     stamp = folder / ".stamp"

@@ -15,9 +15,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mha.numerals import (DATA_DIR, KINDS, NumeralConfig, TrainConfig, held_out_numbers, mistakes,  # noqa: E402
+from mha.course.numerals import (DATA_DIR, KINDS, NumeralConfig, TrainConfig, held_out_numbers, mistakes,  # noqa: E402
                           shipped_info, train)
-from mha.numerals.categories import category_table, category_tests  # noqa: E402
+from mha.course.numerals.categories import category_table, category_tests  # noqa: E402
 
 SEEDS = (0, 1, 2)
 SEEDS_FILE = DATA_DIR / "numerals_seeds.json"

@@ -1,52 +1,72 @@
-"""The Colab setup cell that opens every notebook, derived from ``_config.yml``.
+"""The Colab setup cell that opens every notebook, derived from ``_config.yml`` and ``pyproject.toml``.
 
-The repository URL lives in one place, ``repository.url`` in ``_config.yml``.
-Run ``python tools/setup_cell.py`` after changing it: every notebook's first
-cell is rewritten to match. ``tests/test_notebooks_meta.py`` fails when a
-notebook's first cell disagrees with what this module renders.
+The cell installs exactly the release the notebook was executed with: the tag
+``v<version>`` of the repository (``repository.url`` in ``_config.yml``, the one
+place it is written), ``<version>`` being ``[project] version`` in ``pyproject.toml``.
+A reader's saved copy of a notebook therefore keeps installing the release it came
+from, however the package moves on (CHANGELOG.md says what moved).
+``make execute`` runs this module before executing: every notebook's first cell is
+rewritten to match. ``tests/test_notebooks_meta.py`` fails when a notebook's first
+cell disagrees with what this module renders.
 """
 from __future__ import annotations
 
 import json
 import pathlib
 import sys
+import tomllib
 
 import yaml
+from packaging.requirements import InvalidRequirement, Requirement
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DIST_NAME = "mha-course"
 # Installed next to mha in Colab, pinned as in requirements.txt (--no-deps: it needs only IPython,
-# which Colab has): the self-checks of mha.selfcheck are drawn by jupyterquiz.
+# which Colab has): the self-checks of mha.course.selfcheck are drawn by jupyterquiz.
 ALSO_INSTALL = ("jupyterquiz",)
 TITLE = "# @title 环境准备：在 Colab 中安装课程包 mha（本地运行时什么也不做） { display-mode: \"form\" }"
 
 
-def read_repository() -> tuple[str, str]:
-    """Return ``(url, branch)`` from ``_config.yml``'s ``repository`` section."""
+def read_repository() -> str:
+    """The repository URL, ``repository.url`` in ``_config.yml``."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8")) or {}
-    repository = config.get("repository") or {}
-    url, branch = repository.get("url"), repository.get("branch")
-    if not url or not branch:
-        raise ValueError("_config.yml must set repository.url and repository.branch")
-    return str(url), str(branch)
+    url = (config.get("repository") or {}).get("url")
+    if not url:
+        raise ValueError("_config.yml must set repository.url")
+    return str(url)
+
+
+def release() -> str:
+    """The release the notebooks are executed with: ``[project] version`` in pyproject.toml."""
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+
+
+def release_tag(version: str | None = None) -> str:
+    """The git tag of a release (``make release`` and the release workflow create it)."""
+    return f"v{version or release()}"
 
 
 def pinned(name: str) -> str:
     """``name==version`` as pinned in requirements.txt (the one place versions are written)."""
     for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
-        if line.split("==")[0].strip().lower() == name.lower() and "==" in line:
-            return line.strip()
+        try:
+            requirement = Requirement(line.split("#")[0].strip())
+        except InvalidRequirement:
+            continue
+        pins = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if requirement.name.lower() == name.lower() and pins:
+            return f"{requirement.name}=={pins[0]}"
     raise ValueError(f"requirements.txt does not pin {name}")
 
 
-def setup_cell_source(url: str, branch: str) -> str:
-    """The exact source of the setup cell for a repository ``url`` and ``branch``."""
+def setup_cell_source(url: str, tag: str) -> str:
+    """The exact source of the setup cell for a repository ``url`` and release ``tag``."""
     extras = "".join(f"\"{pinned(name)}\", " for name in ALSO_INSTALL)
     return "\n".join([
         TITLE,
         "import subprocess, sys",
-        "if \"google.colab\" in sys.modules:  # only in Colab: install mha, keep Colab's own torch",
-        f"    REPO = \"git+{url}@{branch}\"",
+        "if \"google.colab\" in sys.modules:  # only in Colab: install this notebook's release of mha, keep Colab's torch",
+        f"    REPO = \"git+{url}@{tag}\"",
         f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"--no-deps\", {extras}f\"{DIST_NAME} @ {{REPO}}\"], check=True)",
     ])
 
@@ -57,14 +77,14 @@ def setup_cell() -> dict:
     Hidden in Colab's form view (``cellView: form``) and removed from the
     website (``remove-cell``: a reader of the site never needs it).
     """
-    url, branch = read_repository()
+    url = read_repository()
     return {
         "cell_type": "code",
         "id": "colab-setup",
         "execution_count": None,
         "metadata": {"cellView": "form", "tags": ["remove-cell"]},
         "outputs": [],
-        "source": setup_cell_source(url, branch),
+        "source": setup_cell_source(url, release_tag()),
     }
 
 

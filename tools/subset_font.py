@@ -1,6 +1,6 @@
 """Build ``mha/course/data/fonts/mha-cjk-subset.otf``: the characters our figures use, cut from Noto Sans CJK SC.
 
-Run after changing the Chinese text of a figure (``mha.viz.cjk.required_characters``)::
+Run after changing the Chinese text of a figure (``mha.course.pictures.cjk.required_characters``)::
 
     python tools/subset_font.py [path/to/NotoSansCJK-Regular.ttc]
 
@@ -22,7 +22,7 @@ from fontTools.ttLib import TTCollection, TTFont
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mha.viz.cjk import FAMILY, FONT_FILE, required_characters  # noqa: E402
+from mha.course.pictures.cjk import FAMILY, FONT_FILE, required_characters  # noqa: E402
 
 DEFAULT_SOURCE = pathlib.Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 SOURCE_FAMILY = "Noto Sans CJK SC"

@@ -6,7 +6,7 @@ The 4-head model (the chapter's) keeps snapshots of its weights at the steps of
 ``TrainConfig.snapshot_steps``; the 1-head model has the same parameter count
 and is trained the same way, for the comparison. Weights are stored in float16;
 the accuracy written to the JSON is measured on the float16 weights, exactly as
-:func:`mha.numerals.load_pretrained` loads them.
+:func:`mha.course.numerals.load_pretrained` loads them.
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mha.numerals import (ACCURACY_THRESHOLD, CATEGORY_THRESHOLD, DATA_DIR, INFO_FILE, NumeralConfig,  # noqa: E402
+from mha.course.numerals import (ACCURACY_THRESHOLD, CATEGORY_THRESHOLD, DATA_DIR, INFO_FILE, NumeralConfig,  # noqa: E402
                           TrainConfig, exact_match, held_out_numbers, model_from_state, train)
-from mha.numerals.categories import category_table  # noqa: E402
+from mha.course.numerals.categories import category_table  # noqa: E402
 
 SEED = 0
 WINDOW = 20  # the loss curve is stored as means over WINDOW steps

@@ -1,7 +1,7 @@
 """Benchmark: forward + backward time and peak memory of four attention layers.
 
-Run ``python -m mha.bench`` (full grid, minutes on a laptop CPU) or
-``python -m mha.bench --quick``. The four cases share the same weights:
+Run ``python -m mha.course.bench`` (full grid, minutes on a laptop CPU) or
+``python -m mha.course.bench --quick``. The four cases share the same weights:
 
 * ``mha_explicit``: :class:`mha.MultiHeadAttention`, ``need_weights=True``
   (the step-by-step path, the (B, h, L, L) weights are materialised and returned);
@@ -262,14 +262,14 @@ def load_stored_result(name: str = STORED_RESULT) -> dict:
 
     The file travels with ``mha`` itself, so the chapter reads it in Colab or
     anywhere else without a repository checkout or network access. Refresh it
-    with ``python -m mha.bench --out mha/course/data/cpu_results.json``.
+    with ``python -m mha.course.bench --out mha/course/data/cpu_results.json``.
     """
     from importlib import resources
 
     path = resources.files("mha.course") / "data" / name
     if not path.is_file():
         raise FileNotFoundError(f"no stored benchmark result mha/course/data/{name}; "
-                                f"create it with python -m mha.bench --out mha/course/data/{name}")
+                                f"create it with python -m mha.course.bench --out mha/course/data/{name}")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -281,7 +281,7 @@ def _parse_dtype(name: str) -> torch.dtype:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m mha.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mha.course.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"small grid L in {QUICK_LENGTHS}, fewer repeats")
     parser.add_argument("--lengths", type=int, nargs="+", help="override the sequence lengths L")
     parser.add_argument("--batch", type=int, default=4)

@@ -4,15 +4,15 @@ Every exercise whose answer is a value (a shape, a count, a variance, a choice o
 mask) has a few questions here, keyed by the exercise id ("1.1"). The right answer of each
 question is computed by running the course package (a layer's output shape, a module's
 parameter count, a mask from :mod:`mha.masks`) on the numbers the exercise asks about, which
-come from the exercise's checker (:mod:`mha.exercises`). The wrong options are the typical
+come from the exercise's checker (:mod:`mha.course.exercises`). The wrong options are the typical
 mistakes, each with a short explanation shown as feedback.
 
 jupyterquiz (pinned in requirements.txt and in the Colab setup cell) turns the questions into
 HTML and JavaScript that need no kernel: on the website the reader picks or types an answer
 and sees at once whether it is right, and why. In a notebook cell::
 
-    import mha.selfcheck
-    mha.selfcheck.show("1.1")
+    import mha.course.selfcheck
+    mha.course.selfcheck.show("1.1")
 
 The output is deterministic (a fixed container id, answers in a fixed order), so the stored
 notebook outputs re-run identically under nbval.
@@ -565,7 +565,7 @@ def _in_chinese(script: str) -> str:
     for english, chinese in UI_WORDS.items():
         quoted = f'"{english}"'
         if quoted not in script:
-            raise RuntimeError(f"jupyterquiz's script no longer says {quoted}: update mha.selfcheck.UI_WORDS")
+            raise RuntimeError(f"jupyterquiz's script no longer says {quoted}: update mha.course.selfcheck.UI_WORDS")
         script = script.replace(quoted, f'"{chinese}"')
     return script
 

@@ -1,7 +1,7 @@
 /* Draw the interactive figures of this page with the site's own vega-embed.
  *
  * Each figure is a <div class="mha-vega-figure"> holding its Vega-Lite spec in a
- * <script type="application/json" class="mha-vega-spec"> (mha/course/interactive/myst.py writes it;
+ * <script type="application/json" class="mha-vega-spec"> (mha/course/page_figures/myst.py writes it;
  * the numbers were computed by `mha` when the notebook ran). tools/book_ext.py adds this
  * file only to pages that hold such a div, naming vega, vega-lite and vega-embed in its data-vega
  * attribute; this file fetches them, in that order, once the page has loaded (text, stylesheets,

@@ -110,8 +110,8 @@
   // ------------------------------------------------------------------ the model's vocabulary check
 
   /* A Chinese reason why `text` cannot go into the model, or null. Only the vocabulary and the
-   * length are checked here (the tables come from mha.numerals.data); the course's reading rules
-   * live in mha.numerals.parse, which this page does not have. */
+   * length are checked here (the tables come from mha.course.numerals.data); the course's reading rules
+   * live in mha.course.numerals.parse, which this page does not have. */
   function problem(text, tables) {
     var vocab = tables.src_tokens.filter(function (_, i) { return i !== tables.pad; });
     var chars = Array.from(text);

@@ -229,7 +229,7 @@ def _ready_made(base) -> str | None:
     if base is nn.MultiheadAttention:
         return "nn.MultiheadAttention"
     module = getattr(base, "__module__", "") or ""
-    if (module == "mha" or module.startswith("mha.")) and not module.startswith("mha.exercises"):
+    if (module == "mha" or module.startswith("mha.")) and not module.startswith("mha.course.exercises"):
         return f"mha.{base.__name__}"
     return None
 

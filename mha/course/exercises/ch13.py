@@ -5,7 +5,7 @@
   (``check_continue_prefix``; the earlier task, plain greedy decoding, keeps ``check_greedy_decode``),
 * 13.3 a forward pre-hook on ``W_o`` that ablates (zeroes) one head.
 
-Answer keys come from the course package (``mha.numerals``), computed by the checker; the
+Answer keys come from the course package (``mha.course.numerals``), computed by the checker; the
 student's code runs under :func:`call`, and the shortcuts each prompt rules out are refused.
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ def check_pad_numerals(fn):
             lengths = [len(w) for w in words]
             left = torch.stack([torch.cat([torch.full((S - n,), pad_id), want_ids[b, :n]]) for b, n in enumerate(lengths)])
             if torch.equal(ids.long(), left):
-                raise Mistake("PAD 补在了左边：本课（和 mha.numerals）把 PAD 补在右边，真实的字从第 0 个位置开始，"
+                raise Mistake("PAD 补在了左边：本课（和 mha.course.numerals）把 PAD 补在右边，真实的字从第 0 个位置开始，"
                               "位置编码才和单独一句时一样")
             if vocab != vocabularies[0] and torch.equal(ids.long(), _pad_reference(words, vocabularies[0], pad_id)[0]):
                 raise Mistake("ids 用的是书里的 SRC_ID，没有用参数 vocab：检查换了一套词表（字 → id 不同），"
@@ -391,7 +391,7 @@ def check_zero_head_hook(fn):
 
     ``inputs`` is the 1-tuple ``(concat (B, L, d_model),)`` that ``W_o`` receives. The hook must
     return a new tensor (not change its input). Refused: calling anything of ``mha`` (such as
-    ``mha.numerals.ablate_heads``). Also checked end to end: registered with
+    ``mha.course.numerals.ablate_heads``). Also checked end to end: registered with
     ``layer.W_o.register_forward_pre_hook``, the layer's output equals the reference.
     """
     from mha.layer import MultiHeadAttention

@@ -1,15 +1,15 @@
 """Chinese numerals -> Arabic digits: a small Transformer built from :class:`mha.MultiHeadAttention` (chapter 13).
 
-* :mod:`~mha.numerals.words`: the reading rules (:func:`to_chinese`) and :func:`parse` (``strict=True``: only those);
-* :mod:`~mha.numerals.reader`: :func:`read`, every common writing (二千, 一十二, 一百一, 大写) and how it differs;
-* :mod:`~mha.numerals.data`: vocabularies, padding, the held-out split;
-* :mod:`~mha.numerals.model`: :class:`NumeralTransformer` (pre-LN encoder-decoder, KV-cache decoding,
+* :mod:`~mha.course.numerals.words`: the reading rules (:func:`to_chinese`) and :func:`parse` (``strict=True``: only those);
+* :mod:`~mha.course.numerals.reader`: :func:`read`, every common writing (二千, 一十二, 一百一, 大写) and how it differs;
+* :mod:`~mha.course.numerals.data`: vocabularies, padding, the held-out split;
+* :mod:`~mha.course.numerals.model`: :class:`NumeralTransformer` (pre-LN encoder-decoder, KV-cache decoding,
   attention maps, :func:`ablate_heads`);
-* :mod:`~mha.numerals.train`: :func:`train` (warm-up + cosine, progress bar, snapshots);
-* :mod:`~mha.numerals.analysis`: what the heads do, measured over many numbers (and ablations);
+* :mod:`~mha.course.numerals.train`: :func:`train` (warm-up + cosine, progress bar, snapshots);
+* :mod:`~mha.course.numerals.analysis`: what the heads do, measured over many numbers (and ablations);
 * :func:`load_pretrained`: the trained weights shipped in ``mha/course/data`` (no training needed).
 
-Command line: ``python -m mha.numerals 两千零二十六 贰仟零贰拾陆`` or one numeral per line on standard input
+Command line: ``python -m mha.course.numerals 两千零二十六 贰仟零贰拾陆`` or one numeral per line on standard input
 (``--strict``: standard readings only, ``--explain``: say how an input differs from the standard).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""``python -m mha.numerals``: Chinese numerals to Arabic digits with the shipped Transformer.
+"""``python -m mha.course.numerals``: Chinese numerals to Arabic digits with the shipped Transformer.
 
-    python -m mha.numerals 两千零二十六 三万零五百     # one answer per argument
-    printf '十二\\n九千九百九十九万\\n' | python -m mha.numerals   # one answer per input line
+    python -m mha.course.numerals 两千零二十六 三万零五百     # one answer per argument
+    printf '十二\\n九千九百九十九万\\n' | python -m mha.course.numerals   # one answer per input line
 
 Every common writing is converted: 二千零二十六, 两百, 一十二, 一百一 (110), 三万五,
 贰仟零贰拾陆 (financial 大写). Each input gives exactly one output line: the digits
@@ -10,10 +10,10 @@ unknown characters, two digits in a row ...: the reason is given); the other lin
 are still converted. ``--strict`` accepts only the course's standard readings
 (as before); ``--explain`` adds, after a tab, how the input differs from the
 standard reading. When the model's digits differ from the number the rules read
-(:func:`mha.numerals.reader.read`), a tab and ``模型写错了：按读法规则是 N`` follow them.
+(:func:`mha.course.numerals.reader.read`), a tab and ``模型写错了：按读法规则是 N`` follow them.
 The exit status is 1 when any input was invalid, else 0.
 The model does the conversion and reads the input as written when it was trained on that
-writing; :func:`mha.numerals.reader.read` checks the input and gives the standard reading
+writing; :func:`mha.course.numerals.reader.read` checks the input and gives the standard reading
 for the few accepted writings outside the training styles (零 left out: 三万五百).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .words import NumeralError, parse
 
 def model_input(text: str, number: int, standard: str) -> str:
     """What the model reads: the text as written when it is one of the writings the model was trained on
-    (:mod:`mha.numerals.styles`), else the standard reading (零 left out, 拾贰 without 壹, 一百十二 ...)."""
+    (:mod:`mha.course.numerals.styles`), else the standard reading (零 left out, 拾贰 without 壹, 一百十二 ...)."""
     trained = {write(number, style) for style in STYLES}
     trained.add(write(number, "大写").replace("万", "萬"))  # 大写 with 萬 (ordinary digits with 萬 are not trained)
     return text if text in trained else standard
@@ -64,7 +64,7 @@ def convert(lines, model, strict: bool = False, explain: bool = False) -> tuple[
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mha.numerals",
+    parser = argparse.ArgumentParser(prog="python -m mha.course.numerals",
                                      description="Convert Chinese numerals (0 to 99,999,999) to Arabic digits "
                                                  "with the course's trained Transformer.")
     parser.add_argument("numerals", nargs="*", help="numerals to convert; without any, read one per line from stdin")

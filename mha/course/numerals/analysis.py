@@ -7,7 +7,7 @@ T target steps (digits + ``<eos>``), S source characters.
 Greedy decoding writes the right answer exactly when every step, given the
 right digits before it, picks the right next token; so
 :func:`teacher_forced_exact_match` equals greedy exact match
-(:func:`mha.numerals.exact_match`) while needing one forward pass instead of T.
+(:func:`mha.course.numerals.exact_match`) while needing one forward pass instead of T.
 """
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def head_means(model: NumeralTransformer, numbers) -> dict:
 
     The output of a head is its d_k columns of the Concat that ``W_o`` receives (teacher forcing);
     the means run over the real (non-padding) query positions of ``numbers``. These are the values
-    mean-ablation puts in place of a head (:func:`mha.numerals.ablate_heads` with ``mode="mean"``).
+    mean-ablation puts in place of a head (:func:`mha.course.numerals.ablate_heads` with ``mode="mean"``).
     """
     batch = make_batch(numbers)
     src_real = batch.src_mask[:, 0, 0, :]  # (B, S)
@@ -207,7 +207,7 @@ def head_means(model: NumeralTransformer, numbers) -> dict:
 def ablation_accuracies(model: NumeralTransformer, numbers, heads=None, mode: str = "zero", means=None) -> dict:
     """``{(block, layer, head): exact match with that head ablated}`` (teacher-forced, see module doc).
 
-    ``mode``: ``"zero"``, ``"mean"`` or ``"position_mean"`` (:func:`mha.numerals.ablate_heads`); the mean
+    ``mode``: ``"zero"``, ``"mean"`` or ``"position_mean"`` (:func:`mha.course.numerals.ablate_heads`); the mean
     modes use ``means`` (default: :func:`head_means` of ``numbers`` themselves).
     """
     heads = model.heads() if heads is None else heads

@@ -1,8 +1,8 @@
 """A per-category test of the numeral model, from a writer independent of the training one.
 
 :func:`write_independently` writes a number straight from its eight digits (it shares no code with
-:func:`mha.numerals.to_chinese` or :mod:`mha.numerals.styles`, which make the training data);
-:func:`category_tests` draws held-out numbers (:func:`mha.numerals.is_held_out`: never trained on)
+:func:`mha.course.numerals.to_chinese` or :mod:`mha.course.numerals.styles`, which make the training data);
+:func:`category_tests` draws held-out numbers (:func:`mha.course.numerals.is_held_out`: never trained on)
 for each category with its own uniform sampling; :func:`category_table` measures the model on each.
 """
 from __future__ import annotations
@@ -163,7 +163,7 @@ def category_table(model, tests=None) -> dict:
     """``{category: (right, total)}``: exact match of ``model`` on each category's writings.
 
     Measured under teacher forcing, which counts exactly the numbers greedy decoding writes right
-    (:mod:`mha.numerals.analysis`) in one forward pass per category.
+    (:mod:`mha.course.numerals.analysis`) in one forward pass per category.
     """
     tests = category_tests() if tests is None else tests
     out = {}

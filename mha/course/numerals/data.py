@@ -3,7 +3,7 @@
 Shape legend: B batch, S source length (Chinese characters), T target length
 (digits plus one BOS or EOS).
 
-Source: the characters of the Chinese numeral (any writing :func:`mha.numerals.read` accepts), ids from :data:`SRC_TOKENS`,
+Source: the characters of the Chinese numeral (any writing :func:`mha.course.numerals.read` accepts), ids from :data:`SRC_TOKENS`,
 padded on the right with ``<pad>`` (id 0) to the longest numeral of the batch.
 Target: the Arabic digits. The decoder reads ``<bos> d1 d2 ...`` and must
 predict ``d1 d2 ... <eos>`` (the same sequence shifted by one), also padded
@@ -211,7 +211,7 @@ def training_numbers(rng: random.Random, count: int) -> list[int]:
 
 def training_batch(rng: random.Random, count: int) -> Batch:
     """A training :class:`Batch`: :func:`training_numbers`, each written in a style drawn by
-    :func:`mha.numerals.styles.sample_style` (standard, 二, 两百, 一十, short form, 大写)."""
+    :func:`mha.course.numerals.styles.sample_style` (standard, 二, 两百, 一十, short form, 大写)."""
     numbers = training_numbers(rng, count)
     return make_batch(numbers, [write(n, sample_style(rng), rng) for n in numbers])
 

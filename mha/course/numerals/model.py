@@ -344,7 +344,7 @@ def ablate_heads(model: NumeralTransformer, heads, means: dict | None = None, mo
         mode: ``"zero"`` (the head contributes nothing), ``"mean"`` (its output is replaced by its
             average over real positions of other numbers) or ``"position_mean"`` (by its average at
             the same query position); the two mean modes need ``means`` from
-            :func:`mha.numerals.analysis.head_means`. Mean modes assume teacher forcing (positions from 0).
+            :func:`mha.course.numerals.analysis.head_means`. Mean modes assume teacher forcing (positions from 0).
 
     Example::
 

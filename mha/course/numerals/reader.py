@@ -1,6 +1,6 @@
 """A lenient reader of Chinese numerals 0 ... 99,999,999: every common way of writing a number.
 
-:func:`read` accepts, besides the course's standard reading (:func:`mha.numerals.to_chinese`):
+:func:`read` accepts, besides the course's standard reading (:func:`mha.course.numerals.to_chinese`):
 
 * 两 or 二 before 百, 千 and 万 (两百, 二千, 二万, 二十两万);
 * 一十 anywhere (一十二, 一万一十) and a bare 十 inside (一百十二, 一万零十二);

@@ -1,7 +1,7 @@
 """The writing styles the model is trained on: the standard reading, rewritten as people also write it.
 
-:func:`write` turns the standard reading (:func:`mha.numerals.to_chinese`) of a number into one
-of the common writings that :func:`mha.numerals.read` accepts:
+:func:`write` turns the standard reading (:func:`mha.course.numerals.to_chinese`) of a number into one
+of the common writings that :func:`mha.course.numerals.read` accepts:
 
 * ``"standard"``: 两千零二十六;
 * ``"二"``: 二 before 千 and in 二万 (二千零二十六), ``"两百"``: 两 also before 百 (两百);
@@ -10,7 +10,7 @@ of the common writings that :func:`mha.numerals.read` accepts:
 * ``"大写"``: financial numerals (贰仟零贰拾陆, 壹拾贰), with 万 or 萬.
 
 This is the *training* writer; the chapter's per-category test uses an independent one
-(:mod:`mha.numerals.categories`), so that a bug here cannot hide in the measurement.
+(:mod:`mha.course.numerals.categories`), so that a bug here cannot hide in the measurement.
 """
 from __future__ import annotations
 

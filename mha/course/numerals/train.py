@@ -71,7 +71,7 @@ class History:
 
     def plot(self, window: int = 20, ax=None):
         """Draw the loss curve (window means, log scale); returns the ``Axes``."""
-        from ..viz.numerals import plot_loss
+        from ..pictures.numerals import plot_loss
 
         return plot_loss(self.smoothed(window), window, ax=ax)
 

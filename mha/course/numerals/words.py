@@ -22,7 +22,7 @@ The reading rules (the ones taught in Chinese primary school, made exact):
 
 Every number has exactly one reading under these rules. :func:`parse` reads
 every common writing (``二千``, ``一十二``, ``一百一``, ``贰仟``: see
-:mod:`mha.numerals.reader`); ``parse(text, strict=True)`` accepts exactly the
+:mod:`mha.course.numerals.reader`); ``parse(text, strict=True)`` accepts exactly the
 rules' readings and refuses any other, saying how this course writes it
 (spoken short forms such as ``一百一`` for 110 are named as such).
 """
@@ -193,8 +193,8 @@ def check_characters(text, alphabet: str) -> None:
 def parse(text: str, strict: bool = False) -> int:
     """The number a Chinese numeral names: any common writing, or (``strict=True``) the standard reading only.
 
-    Without ``strict`` this is ``mha.numerals.reader.read(text).number``: 二千, 一十二, 一百一,
-    贰仟零贰拾陆 are all read (see :mod:`mha.numerals.reader`, whose :class:`~mha.numerals.reader.Reading`
+    Without ``strict`` this is ``mha.course.numerals.reader.read(text).number``: 二千, 一十二, 一百一,
+    贰仟零贰拾陆 are all read (see :mod:`mha.course.numerals.reader`, whose :class:`~mha.course.numerals.reader.Reading`
     also says how the course writes the number). With ``strict=True`` only the module's rules are accepted,
     the inverse of :func:`to_chinese`.
 

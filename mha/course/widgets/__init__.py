@@ -3,11 +3,11 @@
 Each explorer comes in three layers:
 
 * plain logic functions (``shape_steps``, ``head_weights``, ``score_stats``,
-  ``mask_weights``, with their constants), which live in :mod:`mha.course.explorations`
-  (torch only, shared with the website's figures of :mod:`mha.interactive`) and are
+  ``mask_weights``, with their constants), which live in :mod:`mha.course.figure_data`
+  (torch only, shared with the website's figures of :mod:`mha.course.page_figures`) and are
   re-exported here, and view functions (``*_view``) returning a
-  :class:`~mha.widgets._base.View` (text + figure + data); tests call these;
-* ``build_*()`` returning an :class:`~mha.widgets._base.Explorer` (the
+  :class:`~mha.course.widgets._base.View` (text + figure + data); tests call these;
+* ``build_*()`` returning an :class:`~mha.course.widgets._base.Explorer` (the
   widget plus ``.controls`` and ``.last``), used by tests and by
   ``*_explorer()`` / ``head_viewer()``, which display it;
 * ``*_static()``: print the default setting's text and return its figure,
@@ -17,13 +17,13 @@ Notebook pattern (two code cells, one explorer per chapter)::
 
     # cell A -- no tags; stable output (text + one image), what the website shows
     import matplotlib.pyplot as plt
-    import mha.widgets
+    import mha.course.widgets
 
-    fig = mha.widgets.shape_explorer_static()
+    fig = mha.course.widgets.shape_explorer_static()
     plt.show()
 
     # cell B -- tags: nbval-ignore-output, remove-output; the live widget (Colab, Jupyter)
-    mha.widgets.shape_explorer()
+    mha.course.widgets.shape_explorer()
 
 Execute such notebooks with ``make execute``: it drops ``metadata.widgets``, the
 stored widget state, which is useless without a kernel and would put a few hundred

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import matplotlib.pyplot as plt
 
-from ..explorations.checks import require_positive
+from ..figure_data.checks import require_positive
 
 __all__ = ["View", "Explorer", "show_static", "slider", "require_positive"]
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..explorations.heads import EXAMPLE_SENTENCES, HEAD_DEFAULTS, head_weights
-from ..explorations.toy import PAD
-from ..viz.heatmap import plot_heatmap, plot_heads
+from ..figure_data.heads import EXAMPLE_SENTENCES, HEAD_DEFAULTS, head_weights
+from ..figure_data.toy import PAD
+from ..pictures.heatmap import plot_heatmap, plot_heads
 from ._base import Explorer, View, show_static
 
 __all__ = ["EXAMPLE_SENTENCES", "HEAD_DEFAULTS", "head_weights", "head_view", "head_view_all", "build_head_viewer",
@@ -39,7 +39,7 @@ def head_view(sentence: str = EXAMPLE_SENTENCES[0], head: int = 1, d_model: int 
 
 
 def head_view_all(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 2) -> View:
-    """Every head plus the average in one row (``mha.viz.plot_heads``): the static picture."""
+    """Every head plus the average in one row (``mha.course.pictures.plot_heads``): the static picture."""
     tokens, weights = head_weights(sentence, d_model, n_heads)  # (h, L, L)
     fig = plot_heads(weights, tokens, include_mean=True)
     lines = [f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}）",

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..explorations.masks import MASK_DEFAULTS, MASK_KINDS, MASK_WORDS, MAX_PADDED, mask_weights
-from ..viz.heatmap import plot_heatmap
-from ..viz.masks import plot_mask
+from ..figure_data.masks import MASK_DEFAULTS, MASK_KINDS, MASK_WORDS, MAX_PADDED, mask_weights
+from ..pictures.heatmap import plot_heatmap
+from ..pictures.masks import plot_mask
 from ._base import Explorer, View, show_static, slider
 
 __all__ = ["MASK_KINDS", "MASK_WORDS", "MASK_DEFAULTS", "mask_weights", "mask_view", "build_mask_explorer",

@@ -5,7 +5,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from ..explorations.scaling import D_K_CHOICES, N_KEYS, N_PAIRS, N_QUERIES, score_stats  # noqa: F401 (N_PAIRS: re-exported)
+from ..figure_data.scaling import D_K_CHOICES, N_KEYS, N_PAIRS, N_QUERIES, score_stats  # noqa: F401 (N_PAIRS: re-exported)
 from ._base import Explorer, View, show_static
 
 __all__ = ["D_K_CHOICES", "score_stats", "scaling_view", "scaling_compare_view", "build_scaling_explorer", "scaling_explorer",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from ..explorations.shapes import MAX_HEADS, SHAPE_DEFAULTS, head_width_problem, shape_steps
-from ..viz.flow import plot_flow
+from ..figure_data.shapes import MAX_HEADS, SHAPE_DEFAULTS, head_width_problem, shape_steps
+from ..pictures.flow import plot_flow
 from ._base import Explorer, View, show_static, slider
 
 __all__ = ["head_width_problem", "shape_steps", "shape_view", "build_shape_explorer",

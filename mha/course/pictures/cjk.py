@@ -64,12 +64,12 @@ def _is_cjk(c: str) -> bool:
 
 
 def source_characters() -> set:
-    """The CJK characters written in the figure code (mha/course/viz, the widgets' static figures and the
-    explorations they draw)."""
+    """The CJK characters written in the figure code (mha/course/pictures, the widgets' static figures and the
+    the numbers they draw)."""
     here = pathlib.Path(__file__).resolve().parent
     chars = set()
     for path in sorted(here.glob("*.py")) + sorted((here.parent / "widgets").glob("*.py")) + sorted(
-            (here.parent / "explorations").glob("*.py")):
+            (here.parent / "figure_data").glob("*.py")):
         chars |= {c for c in path.read_text(encoding="utf-8") if _is_cjk(c)}
     return chars
 

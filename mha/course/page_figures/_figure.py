@@ -1,6 +1,6 @@
 """The shared renderer: one interactive figure = a Vega-Lite chart whose every state was computed in Python.
 
-The explorers in :mod:`mha.widgets` compute live in a kernel (ipywidgets). The figures
+The explorers in :mod:`mha.course.widgets` compute live in a kernel (ipywidgets). The figures
 here compute *every* state their controls can reach, once, when the notebook runs, and
 put them all into one Vega-Lite spec (built with Altair). The controls are Vega-Lite
 parameters bound to sliders, drop-downs and radio buttons; the page only filters the
@@ -13,7 +13,7 @@ What a cell that ends with an :class:`InteractiveFigure` shows:
 * on the website: the spec, as one line of compact JSON text, under :data:`MIME_TYPE`
   (a mimetype of this course: Jupyter and Colab do not know it and show Altair's output;
   as text it stays one line in the stored notebook). The site's myst-nb plugin
-  (:mod:`mha.interactive.myst`) turns it into a ``<div>`` that the site's own copy of
+  (:mod:`mha.course.page_figures.myst`) turns it into a ``<div>`` that the site's own copy of
   vega-embed draws (``tools/fetch_assets.py``, ``tools/book_ext.py``);
 * as plain text: the figure's description (its alt text).
 """
@@ -35,7 +35,7 @@ VEGALITE_MAJOR = alt.SCHEMA_VERSION.lstrip("v").split(".")[0]
 # knows that one would draw it with its own bundled Vega instead of Altair's output, and the
 # notebook would store the spec as JSON spread over thousands of lines.
 MIME_TYPE = f"application/vnd.mha.vegalite.v{VEGALITE_MAJOR}.json"
-WEIGHT_SCHEME = "viridis"  # the same colour map as the matplotlib heatmaps (mha.viz.style.CMAP)
+WEIGHT_SCHEME = "viridis"  # the same colour map as the matplotlib heatmaps (mha.course.pictures.style.CMAP)
 MASKED_COLOR = "#9e9e9e"  # a masked cell: mid grey, readable on light and dark pages
 DECIMALS = 3  # every stored number: enough for the figures, keeps the specs small
 

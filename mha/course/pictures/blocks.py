@@ -1,7 +1,7 @@
 """The Transformer's three attention blocks (lecture 003's orange blocks), drawn small enough for a phone.
 
 Chapter 2's picture: where each block sits, what it gets as Q, K, V and which mask it uses. The full
-numeral Transformer of chapter 13 is :func:`mha.viz.plot_transformer`; the colours are the same.
+numeral Transformer of chapter 13 is :func:`mha.course.pictures.plot_transformer`; the colours are the same.
 """
 from __future__ import annotations
 

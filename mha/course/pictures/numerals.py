@@ -1,7 +1,7 @@
 """Figures of the numeral Transformer (chapter 13): attention maps with Chinese labels, loss, ablations.
 
 Tick labels are the tokens themselves (Chinese characters, digits, ``<bos>``),
-drawn with the shipped font subset (:func:`mha.viz.cjk.cjk_font`).
+drawn with the shipped font subset (:func:`mha.course.pictures.cjk.cjk_font`).
 """
 from __future__ import annotations
 

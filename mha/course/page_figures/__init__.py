@@ -1,10 +1,10 @@
 """Interactive figures for the website (and Colab/Jupyter): every state precomputed by ``mha``.
 
-The ipywidgets explorers of :mod:`mha.widgets` compute live and need a running kernel. The
+The ipywidgets explorers of :mod:`mha.course.widgets` compute live and need a running kernel. The
 figures here compute every state their controls can reach when the notebook runs and
 hand all of them to one Vega-Lite spec (built with Altair): sliders, drop-downs and radio
 buttons switch between the states in the reader's browser, tooltips show the values.
-Both take their numbers from :mod:`mha.course.explorations` (torch only), so importing
+Both take their numbers from :mod:`mha.course.figure_data` (torch only), so importing
 this package loads neither the widgets, matplotlib nor ipywidgets.
 
 * :func:`scaling_figure`: d_k and the 1/sqrt(d_k) scaling (chapter 5);
@@ -16,7 +16,7 @@ this package loads neither the widgets, matplotlib nor ipywidgets.
 
 Each returns an :class:`InteractiveFigure`; end a cell with it. In Jupyter and Colab it
 shows Altair's own renderer output; on the website the spec is drawn by the site's own
-copy of vega-embed (see :mod:`mha.interactive.myst` and ``tools/book_ext.py``).
+copy of vega-embed (see :mod:`mha.course.page_figures.myst` and ``tools/book_ext.py``).
 """
 from ._figure import MIME_TYPE, InteractiveFigure
 from .heads import head_figure, head_states

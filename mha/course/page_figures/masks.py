@@ -1,6 +1,6 @@
 """Interactive mask figure: pick the mask kind, the real length and the padded length; see the masked weights.
 
-Every state is computed by :func:`mha.course.explorations.masks.mask_weights` (``mha.padding_mask``,
+Every state is computed by :func:`mha.course.figure_data.masks.mask_weights` (``mha.padding_mask``,
 ``mha.causal_mask`` and a seeded ``mha.MultiHeadAttention``), the same function the live
 ipywidgets explorer calls. A setting the lesson calls impossible (more real words than the
 padded length) stores mha's own explanation instead of a picture.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import torch
 
-from ..explorations.masks import MASK_DEFAULTS, MASK_KINDS, MASK_WORDS, MAX_PADDED, mask_weights
+from ..figure_data.masks import MASK_DEFAULTS, MASK_KINDS, MASK_WORDS, MAX_PADDED, mask_weights
 from ._figure import InteractiveFigure, base_config, heatmap, rounded, wrap
 
 __all__ = ["mask_states", "mask_figure", "MAX_LENGTH"]

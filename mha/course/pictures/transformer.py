@@ -1,6 +1,6 @@
 """The whole encoder-decoder Transformer of the numeral task, with its three attention blocks highlighted.
 
-Labels are Chinese, drawn with the shipped font subset (:func:`mha.viz.cjk.cjk_font`).
+Labels are Chinese, drawn with the shipped font subset (:func:`mha.course.pictures.cjk.cjk_font`).
 """
 from __future__ import annotations
 

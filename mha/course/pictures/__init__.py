@@ -2,14 +2,14 @@
 
 Figures speak Chinese: importing this package makes matplotlib fall back from
 DejaVu Sans to the font subset shipped in ``mha/course/data/fonts``
-(:func:`mha.viz.cjk.use_cjk_fallback`), so Chinese labels render on the website,
+(:func:`mha.course.pictures.cjk.use_cjk_fallback`), so Chinese labels render on the website,
 locally and in Colab, where no CJK font is installed. Tensor names and formulas
 stay symbols (mathtext or Unicode such as Wᴼ). A text mixing Chinese and ``$...$``
 cannot render (mathtext has no fallback): write such labels in two texts or with
-Unicode symbols. Figures are sized for a 390 px phone: ``mha.viz.style.smallest_text_px``
+Unicode symbols. Figures are sized for a 390 px phone: ``mha.course.pictures.style.smallest_text_px``
 measures the smallest text in CSS px (tests/test_figure_text.py wants >= 9). Inside IPython,
 importing this package also makes every figure's stored PNG carry its smallest text size
-(:mod:`mha.viz.png_text`), which tests/test_browser_figures.py reads on the website's phone view.
+(:mod:`mha.course.pictures.png_text`), which tests/test_browser_figures.py reads on the website's phone view.
 """
 from .blocks import plot_attention_blocks
 from .flow import plot_flow
@@ -27,7 +27,7 @@ from .transformer import plot_transformer  # noqa: E402
 
 __all__ += ["cjk_font", "plot_block_heads", "plot_head_panels", "plot_head_table", "plot_loss", "plot_transformer"]
 
-# Inside IPython every figure's PNG carries its smallest text size (mha.viz.png_text, read by the browser tests)
+# Inside IPython every figure's PNG carries its smallest text size (mha.course.pictures.png_text, read by the browser tests)
 from . import png_text  # noqa: E402
 
 png_text.install()

@@ -1,6 +1,6 @@
 """Interactive head viewer: pick a sentence and a head (or the mean over heads); see its attention weights.
 
-Every state is computed by :func:`mha.course.explorations.heads.head_weights` (a fixed, seeded, untrained
+Every state is computed by :func:`mha.course.figure_data.heads.head_weights` (a fixed, seeded, untrained
 ``mha.MultiHeadAttention``; "PAD" is hidden by ``mha.padding_mask``), the same function the
 live ipywidgets viewer calls.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from ..explorations.heads import EXAMPLE_SENTENCES, head_weights
+from ..figure_data.heads import EXAMPLE_SENTENCES, head_weights
 from ._figure import InteractiveFigure, base_config, heatmap, rounded
 
 __all__ = ["MEAN", "token_labels", "head_states", "head_figure"]

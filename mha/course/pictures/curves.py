@@ -1,6 +1,6 @@
 """Line plots for chapters 11 and 12: training curves, cost against sequence length, benchmark results.
 
-Chinese labels come from the shipped font subset (:mod:`mha.viz.cjk`); figures are sized for a phone.
+Chinese labels come from the shipped font subset (:mod:`mha.course.pictures.cjk`); figures are sized for a phone.
 """
 from __future__ import annotations
 
@@ -56,11 +56,11 @@ def plot_curves(x, series: dict, xlabel: str, ylabel: str, title=None, log=False
 
 
 def plot_benchmark(result: dict, names: dict | None = None):
-    """Two panels from a ``python -m mha.bench`` result: median time and peak memory against L.
+    """Two panels from a ``python -m mha.course.bench`` result: median time and peak memory against L.
 
     Args:
-        result: the dict that :func:`mha.bench.run_benchmark` returns (or its JSON file, loaded).
-        names: optional legend names for the cases (e.g. :data:`mha.bench.CASE_NAMES_ZH`).
+        result: the dict that :func:`mha.course.bench.run_benchmark` returns (or its JSON file, loaded).
+        names: optional legend names for the cases (e.g. :data:`mha.course.bench.CASE_NAMES_ZH`).
 
     Returns:
         The matplotlib ``Figure``.

@@ -2,7 +2,7 @@
 
 Registered in pyproject.toml under the entry-point group ``myst_nb.mime_renderers``
 (myst-nb >= 1.0, ``myst_nb.core.render.MimeRenderPlugin``). For the html builder it puts
-:data:`~mha.interactive.MIME_TYPE` (the Vega-Lite spec a cell stored, as JSON text) before every other
+:data:`~mha.course.page_figures.MIME_TYPE` (the Vega-Lite spec a cell stored, as JSON text) before every other
 output of that cell, and turns it into::
 
     <div class="mha-vega-figure" role="figure" aria-label="...the figure's description...">

@@ -1,7 +1,7 @@
 """Interactive sqrt(d_k) figure: pick d_k and whether to scale; see the scores' spread and one softmax row.
 
-Every state (each d_k of :data:`~mha.course.explorations.scaling.D_K_CHOICES`, scaled or not) is
-computed here by :func:`mha.course.explorations.scaling.score_stats`, the same function the live ipywidgets explorer calls.
+Every state (each d_k of :data:`~mha.course.figure_data.scaling.D_K_CHOICES`, scaled or not) is
+computed here by :func:`mha.course.figure_data.scaling.score_stats`, the same function the live ipywidgets explorer calls.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 import altair as alt
 import numpy as np
 
-from ..explorations.scaling import D_K_CHOICES, N_KEYS, score_stats
+from ..figure_data.scaling import D_K_CHOICES, N_KEYS, score_stats
 from ._figure import InteractiveFigure, base_config, rounded
 
 __all__ = ["SCALING_BINS", "scaling_states", "scaling_figure"]

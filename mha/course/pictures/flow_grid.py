@@ -1,4 +1,4 @@
-"""The six steps in rows of three boxes (the landing page's figure): :func:`mha.viz.plot_flow` itself.
+"""The six steps in rows of three boxes (the landing page's figure): :func:`mha.course.pictures.plot_flow` itself.
 
 Kept as its own name because ``tools/book_ext.py`` draws the landing page's figure with it.
 """
@@ -10,7 +10,7 @@ __all__ = ["plot_flow_grid"]
 
 
 def plot_flow_grid(B: int = 2, L: int = 4, d_model: int = 512, n_heads: int = 8, ncols: int = 3, ax=None):
-    """Draw the six steps in rows of ``ncols`` boxes; see :func:`mha.viz.flow.plot_flow`.
+    """Draw the six steps in rows of ``ncols`` boxes; see :func:`mha.course.pictures.flow.plot_flow`.
 
     Returns:
         The matplotlib ``Axes``.

@@ -7,7 +7,7 @@ through every step untouched; the trace runs with two sentinel sizes for them an
 each shape with the letters ``B`` and ``L`` in their places, so one trace covers every B
 and L (the page writes the slider values into those two places). An impossible setting
 (d_model not divisible by n_heads) stores mha's own explanation
-(:func:`mha.course.explorations.shapes.head_width_problem`). Which dimensions each head gets comes from
+(:func:`mha.course.figure_data.shapes.head_width_problem`). Which dimensions each head gets comes from
 ``mha.split_heads`` applied to ``arange(d_model)``.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ import altair as alt
 import torch
 
 from mha.steps import merge_heads, project, attention, split_heads
-from ..explorations.shapes import MAX_HEADS, SHAPE_DEFAULTS, head_width_problem
-from ..explorations.shapes import STEP_LABELS as SIX_STEPS
+from ..figure_data.shapes import MAX_HEADS, SHAPE_DEFAULTS, head_width_problem
+from ..figure_data.shapes import STEP_LABELS as SIX_STEPS
 from ._figure import InteractiveFigure, base_config, wrap
 
 __all__ = ["D_MODEL_CHOICES", "MAX_BATCH", "MAX_LEN", "STEP_LABELS", "shape_trace", "fill", "shape_states",

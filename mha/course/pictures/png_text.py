@@ -1,10 +1,10 @@
 """Every PNG a chapter shows carries the size of its smallest text, so the website can be measured.
 
-Inside IPython, importing ``mha.viz`` wraps the inline backend's PNG formatter for matplotlib
+Inside IPython, importing ``mha.course.pictures`` wraps the inline backend's PNG formatter for matplotlib
 figures (the one place a chapter's ``plt.show()`` / ``display(fig)`` turns a figure into the PNG the
 notebook stores and the website shows). The wrapper writes the same PNG plus one ``tEXt`` chunk,
 ``mha:smallest-text-px``: the font size of the figure's smallest drawn text in image px
-(:func:`mha.viz.style.smallest_text_pt` at the PNG's own resolution, its ``pHYs`` chunk), or
+(:func:`mha.course.pictures.style.smallest_text_pt` at the PNG's own resolution, its ``pHYs`` chunk), or
 ``none`` for a figure without text. The rest of the bytes are untouched, so the output stays
 deterministic. tests/test_browser_figures.py reads the chunk from the images the website serves
 and scales it by rendered / natural width: the CSS px a phone reader sees. The landing page's

@@ -59,7 +59,7 @@ def smallest_text_px(fig, column_px: float = PHONE_COLUMN_PX) -> float:
     The notebooks store PNGs at ``SCREEN_DPI`` cropped to the tight bounding box; the page shows one at
     its natural width or, when wider, scaled down to the column. Text of ``s`` pt is then
     ``s * dpi / 72 * min(1, column / width_px)`` CSS px. (Each PNG a chapter stores carries its
-    smallest text in image px, ``s * dpi / 72``: mha.viz.png_text; the browser tests scale it.)
+    smallest text in image px, ``s * dpi / 72``: mha.course.pictures.png_text; the browser tests scale it.)
     """
     smallest = smallest_text_pt(fig)
     renderer = fig.canvas.get_renderer()

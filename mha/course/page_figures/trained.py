@@ -3,7 +3,7 @@
 Pick an example number, the kind of attention (encoder self-attention, the decoder's masked
 self-attention, cross-attention), the layer and the head; see that head's weights on that
 number. Every state comes from one teacher-forced pass of the trained model
-(:func:`mha.numerals.analysis.teacher_forced`, the maps the chapter's static pictures show).
+(:func:`mha.course.numerals.analysis.teacher_forced`, the maps the chapter's static pictures show).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def trained_head_states(model, numbers=TRAINED_EXAMPLES) -> list[dict]:
 def trained_head_figure(model=None, numbers=TRAINED_EXAMPLES) -> InteractiveFigure:
     """The figure: number, attention kind, layer and head controls above one heatmap.
 
-    ``model``: the trained :class:`mha.numerals.NumeralTransformer` (default: the shipped
+    ``model``: the trained :class:`mha.course.numerals.NumeralTransformer` (default: the shipped
     4-head model in float64, as chapter 13 uses it).
     """
     if model is None:
