@@ -8,7 +8,7 @@ BUILD_FLAGS := -W -n --keep-going
 
 # Stored outputs must not depend on the CPU: the same nbval run under other BLAS/SIMD
 # paths and thread counts (see README, "给维护者").
-NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg book
+NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg book
 KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
 KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 KERNELS_OTHER := $(KERNELS_AVX2) $(KERNELS_SCALAR)
@@ -58,7 +58,7 @@ colab: $(STAMP)
 	$(BIN)/nox -s colab
 
 # A reader without Colab: JupyterLab on book/ with the pinned environment (ipywidgets 8 and its
-# JupyterLab extension come from requirements.txt). tests/test_lab.py starts it with
+# JupyterLab extension come from requirements.txt). tests/course/test_lab.py starts it with
 # LAB_FLAGS="--no-browser --port=... --ServerApp.token=..." and checks that it serves.
 # (Jupyter refuses to run as root without --allow-root: containers and CI run as root.)
 LAB_FLAGS ?=

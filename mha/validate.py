@@ -8,7 +8,7 @@ again: they are the plain math, called on inputs that were checked here.
 
 One rule for every helper: a value of the wrong *type* raises ``TypeError``, a value of the
 right type that is out of range or of the wrong shape raises ``ValueError``
-(``tests/test_errors.py`` holds the table).
+(``tests/unit/test_errors.py`` holds the table).
 
 (Not to be confused with the exercise checkers, ``mha.course.exercises.check_*``, which grade a
 student's answer.)

@@ -4,21 +4,22 @@ import pathlib
 import pytest
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
 # tests/colab/ runs inside the Colab-like environment only (`nox -s colab`, see noxfile.py).
 collect_ignore = [] if os.environ.get("MHA_COLAB_SESSION") else ["colab"]
 
 
+# tests/<folder>/ -> the marker its tests get, so `make quick` (-m "not site and not browser and not slow")
+# needs no list: tests/browser/ drives Chromium over the built site, tests/site/ builds the website.
+FOLDER_MARKERS = {"browser": pytest.mark.browser, "site": pytest.mark.site}
+
+
 def pytest_collection_modifyitems(items):
-    """Markers by file, so `make quick` (-m "not site and not browser and not slow") needs no list:
-    tests/test_browser*.py drive Chromium, tests/test_site*.py build the website."""
+    """Markers from folders (unit, course, checkers, notebooks need none; slow ones are marked one by one)."""
+    tests = pathlib.Path(__file__).resolve().parent
     for item in items:
-        name = item.path.name
-        if name.startswith("test_browser"):
-            item.add_marker(pytest.mark.browser)
-        elif name.startswith("test_site"):
-            item.add_marker(pytest.mark.site)
+        folder = item.path.resolve().relative_to(tests).parts[0]
+        if folder in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[folder])
 
 
 @pytest.fixture(autouse=True)
@@ -29,10 +30,10 @@ def _seed():
 
 @pytest.fixture(scope="session")
 def built_site():
-    """The website, built ONCE per test session with the strict command (tests/site_build.py).
+    """The website, built ONCE per test session with the strict command (tests/support/site_build.py).
 
-    tests/test_site.py fails with the warning text if the build warned; the browser
-    tests (tests/test_browser.py) drive the HTML it wrote to _build/html.
+    tests/site/test_site.py fails with the warning text if the build warned; the browser
+    tests (tests/browser/) drive the HTML it wrote to _build/html.
     """
     from site_build import build_site
 

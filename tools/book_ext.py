@@ -62,7 +62,7 @@ def render_flow_svg() -> bytes:
         ax = plot_flow_grid()
         buf = io.BytesIO()
         ax.figure.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-        svg = svg_with_text_size(buf.getvalue(), ax.figure)  # its smallest text, for tests/test_browser_figures.py
+        svg = svg_with_text_size(buf.getvalue(), ax.figure)  # its smallest text, for tests/browser/test_browser_figures.py
         plt.close(ax.figure)
     return svg
 

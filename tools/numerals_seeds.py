@@ -3,7 +3,7 @@
 
     python tools/numerals_seeds.py        # six trainings, about six minutes on one laptop core
 
-Seed 0 is the shipped pair; ``tests/test_numerals_training.py`` checks that retraining it reproduces
+Seed 0 is the shipped pair; ``tests/course/test_numerals_training.py`` checks that retraining it reproduces
 its row. The chapter reads the JSON instead of training six models.
 """
 from __future__ import annotations

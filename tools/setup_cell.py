@@ -6,7 +6,7 @@ place it is written), ``<version>`` being ``[project] version`` in ``pyproject.t
 A reader's saved copy of a notebook therefore keeps installing the release it came
 from, however the package moves on (CHANGELOG.md says what moved).
 ``make execute`` runs this module before executing: every notebook's first cell is
-rewritten to match. ``tests/test_notebooks_meta.py`` fails when a notebook's first
+rewritten to match. ``tests/notebooks/test_notebooks_meta.py`` fails when a notebook's first
 cell disagrees with what this module renders.
 """
 from __future__ import annotations

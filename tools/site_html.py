@@ -1,6 +1,6 @@
 """Edits of the written pages that Sphinx's templates do not offer (run at build-finished).
 
-Each edit is small and checked by tests/test_site.py on the built site:
+Each edit is small and checked by tests/site/test_site.py on the built site:
 
 - drop what the theme loads and the book does not need: Font Awesome's 1.5 MB icon script
   and its glyph table in the theme's CSS (the icons are drawn by ``tools/static/mha-icons.css``) and Sphinx's search code and

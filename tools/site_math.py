@@ -80,7 +80,7 @@ def setup(app):
 def stop_server(app=None, exception=None) -> None:
     """End the KaTeX node server at the end of the build. sphinxcontrib-katex only does it at
     interpreter exit (atexit), which a failed build can skip: the orphaned node then keeps the
-    build's output pipes open and a caller waiting for them (tests/site_build.py) hangs."""
+    build's output pipes open and a caller waiting for them (tests/support/site_build.py) hangs."""
     import atexit
 
     from sphinxcontrib.katex import KaTeXServer

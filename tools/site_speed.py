@@ -1,6 +1,6 @@
 """Benchmark: how long every page of the built website takes to become readable on a slow mobile link.
 
-The browser test (tests/test_browser_speed.py) times three pages to keep `make test` short; this
+The browser test (tests/browser/test_browser_speed.py) times three pages to keep `make test` short; this
 script times them all, the way a reader in mainland China meets them: a 390 px phone, Chromium's
 emulation of a 1.6 Mbps / 150 ms link, the cache off (a first visit), nothing outside 127.0.0.1.
 It prints one row per page (time to readable text and formulas, bytes fetched by then) and
@@ -20,7 +20,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the probes the browser tests use
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # the probes the browser tests use
 
 import site_probe  # noqa: E402
 from site_pages import pages  # noqa: E402

@@ -7,9 +7,9 @@ locally and in Colab, where no CJK font is installed. Tensor names and formulas
 stay symbols (mathtext or Unicode such as Wᴼ). A text mixing Chinese and ``$...$``
 cannot render (mathtext has no fallback): write such labels in two texts or with
 Unicode symbols. Figures are sized for a 390 px phone: ``mha.course.pictures.style.smallest_text_px``
-measures the smallest text in CSS px (tests/test_figure_text.py wants >= 9). Inside IPython,
+measures the smallest text in CSS px (tests/course/test_figure_text.py wants >= 9). Inside IPython,
 importing this package also makes every figure's stored PNG carry its smallest text size
-(:mod:`mha.course.pictures.png_text`), which tests/test_browser_figures.py reads on the website's phone view.
+(:mod:`mha.course.pictures.png_text`), which tests/browser/test_browser_figures.py reads on the website's phone view.
 """
 from .blocks import plot_attention_blocks
 from .flow import plot_flow

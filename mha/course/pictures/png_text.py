@@ -6,7 +6,7 @@ notebook stores and the website shows). The wrapper writes the same PNG plus one
 ``mha:smallest-text-px``: the font size of the figure's smallest drawn text in image px
 (:func:`mha.course.pictures.style.smallest_text_pt` at the PNG's own resolution, its ``pHYs`` chunk), or
 ``none`` for a figure without text. The rest of the bytes are untouched, so the output stays
-deterministic. tests/test_browser_figures.py reads the chunk from the images the website serves
+deterministic. tests/browser/test_browser_figures.py reads the chunk from the images the website serves
 and scales it by rendered / natural width: the CSS px a phone reader sees. The landing page's
 SVG (tools/book_ext.py) carries the same number as the root attribute ``data-mha-smallest-text-px``.
 """

@@ -1,0 +1,269 @@
+"""Tests for the chapter 01 checkers: correct answers in many styles pass, stubs are 'not done',
+wrong answers get a verdict that names what happened (table-driven; the generic stub and garbage
+answers are tried on every checker in tests/checkers/test_exercises_common.py)."""
+import numpy as np
+import torch
+
+from mha.course.exercises import (check_changed_positions, check_changed_positions_cross, check_changed_positions_fn,
+                           check_dependency_matrix, check_output_shape, check_output_shape_cross)
+from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
+                              right_answers, wrong_answers)
+
+
+def test_summary_records_attempts(capsys):
+    res = recorded(capsys, "ch01", (check_output_shape_cross, (2, 7, 12)), (check_dependency_matrix, None),
+                   (check_output_shape, (2, 7, 12)), (check_changed_positions_fn, changed_positions_solution))
+    # the replaced exercises' checkers grade, out of the summary
+    assert res["1.1"] == "pass" and res["1.3"] == "todo"
+    assert set(res) == {"1.1", "1.2", "1.3"}
+
+
+# ---------------------------------------------------------------- 1.1 cross-attention, L != S
+RIGHT_1_1 = answers_for(check_output_shape_cross, [
+    (2, 7, 12), [2, 7, 12], torch.Size([2, 7, 12]), np.array([2, 7, 12]), (torch.tensor(2), 7, 12.0),
+])
+
+WRONG_1_1 = mistakes_for(check_output_shape_cross, [
+    ((2, 5, 12), ["Key/Value", "S = 5", "L = 7"]),
+    ((2, 3, 7, 5), "注意力权重"),
+    ((2, 7, 5), "注意力权重"),
+    ((2, 3, 7, 4), "分头之后"),
+    ((2, 7, 4), "d_k = 4"),
+    ((7, 12), "不对"),
+    ((2.5, 7, 12), "应该是整数，却是 2.5"),
+    ("(2, 7, 12)", "tuple"),
+    (torch.zeros(2, 7, 12), "而不是张量"),
+])
+
+# the self-attention version it replaced, still graded for saved notebooks
+OLD_1_1 = answers_for(check_output_shape, [(2, 7, 12)])
+OLD_WRONG_1_1 = mistakes_for(check_output_shape, [((2, 3, 7, 4), "分头之后"), ((2, 3, 7, 7), "注意力权重")])
+
+# ---------------------------------------------------------------- 1.2 cross-attention: change kv or q
+RIGHT_1_2 = answers_for(check_changed_positions_cross, [
+    {"change_kv": [0, 1, 2, 3], "change_q": [1]},
+    {"change_kv": range(4), "change_q": (1,)},
+    {"change_kv": torch.arange(4), "change_q": np.array([1])},
+    {"change_kv": {3, 2, 1, 0}, "change_q": [1.0]},
+])
+
+NOT_DONE_1_2 = answers_for(check_changed_positions_cross, [{"change_kv": ..., "change_q": ...},
+                                                           {"change_kv": [0, 1, 2, 3], "change_q": ...}])
+
+WRONG_1_2 = mistakes_for(check_changed_positions_cross, [
+    ({"change_kv": [2], "change_q": [1]}, "当成了输出的位置"),
+    ({"change_kv": [0, 1, 2, 3, 4, 5], "change_q": [1]}, ["超出了范围", "跟着 Query"]),
+    ({"change_kv": [0, 1, 2, 3], "change_q": [0, 1, 2, 3]}, "只影响它自己那一行"),
+    ({"change_kv": [0, 1, 2, 3], "change_q": []}, "它的输出会变"),
+    ({"change_kv": [0, 1], "change_q": [1]}, 'answer["change_kv"]'),
+    ({"change_kv": [1, 2, 3, 4], "change_q": [2]}, "从 1 开始数"),
+    ({"change_kv": [0, 1, 2, 3], "change_q": [2]}, ['answer["change_q"]', "从 1 开始数"]),
+    ({"change_kv": None, "change_q": [1]}, "是 None"),
+    ({"change_kv": [0, 1, 2, 3]}, "缺少键"),
+    ({"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}, "缺少键"),  # the old task's answer
+    ([2], "字典"),
+    (raise_value_error, "字典"),
+])
+
+OLD_1_2 = answers_for(check_changed_positions, [{"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}])
+OLD_WRONG_1_2 = mistakes_for(check_changed_positions, [({"linear": [2], "mha": [2]}, "逐位置的 Linear"),
+                                                       ({"linear": [2], "mha": [2, 3, 4, 5]}, "因果掩码")])
+
+
+# ---------------------------------------------------------------- 1.3
+def changed_positions_solution(f, x, k):
+    x2 = x.clone()
+    x2[:, k] = x2[:, k] + 1.0
+    with torch.no_grad():
+        y, y2 = f(x), f(x2)
+    moved = (y2 - y).abs().amax(dim=(0, 2)) > 1e-6
+    return moved.nonzero().flatten().tolist()
+
+
+def _random_change_tensor_result(f, x, k):
+    x2 = x.clone()
+    x2[:, k] = torch.randn_like(x2[:, k]) * 3
+    with torch.no_grad():
+        return ((f(x2) - f(x)).abs().sum(dim=(0, 2)) > 1e-5).nonzero().flatten()
+
+
+def _loops(fun, inputs, pos):  # renamed arguments
+    changed = inputs.clone()
+    for b in range(inputs.shape[0]):
+        changed[b, pos] += 1
+    y, y2 = fun(inputs), fun(changed)
+    result = []
+    for j in range(inputs.shape[1]):
+        if (y2[:, j] - y[:, j]).abs().max().item() > 1e-6:
+            result.append(j)
+    return result
+
+
+def _float64_inside(f, x, k):
+    x2 = x.clone()
+    x2[:, k] += 1
+    delta = f(x2).detach().double() - f(x).detach().double()
+    return np.flatnonzero(delta.abs().amax(dim=(0, 2)).numpy() > 1e-6)
+
+
+def _not_equal(f, x, k):
+    x2 = torch.cat([x[:, :k], x[:, k:k + 1] + 1, x[:, k + 1:]], dim=1)
+    with torch.no_grad():
+        return torch.where((f(x2) != f(x)).any(dim=2).any(dim=0))[0].tolist()
+
+
+def _einsum_norm(f, x, k):
+    x2 = x + torch.nn.functional.one_hot(torch.tensor(k), x.shape[1]).to(x.dtype)[None, :, None]
+    with torch.no_grad():
+        d = f(x2) - f(x)
+    return [j for j, n in enumerate(torch.einsum("bld,bld->l", d, d).sqrt().tolist()) if n > 1e-6]
+
+
+RIGHT_1_3 = answers_for(check_changed_positions_fn, [changed_positions_solution, _random_change_tensor_result, _loops,
+                                                     _float64_inside, _not_equal, _einsum_norm])
+
+
+def _changed(f, x, x2, reduce):
+    with torch.no_grad():
+        return reduce(f(x2) - f(x)).nonzero().flatten().tolist()
+
+
+def _plus_one(x, k):
+    x2 = x.clone()
+    x2[:, k] += 1.0
+    return x2
+
+
+def _compares_inputs(f, x, k):
+    return (((_plus_one(x, k) - x).abs().amax(dim=(0, 2))) > 0).nonzero().flatten().tolist()
+
+
+def _mutates_input(f, x, k):
+    y = f(x).detach().clone()
+    x2 = x  # alias, not a copy
+    x2[:, k] += 1.0
+    return ((f(x2) - y).abs().amax(dim=(0, 2)) > 1e-6).nonzero().flatten().tolist()
+
+
+def _aliased_both(f, x, k):
+    x2 = _plus_one(x, k)
+    with torch.no_grad():
+        return ((f(x2) - f(x2)).abs().amax(dim=(0, 2)) > 1e-6).nonzero().flatten().tolist()
+
+
+def _set_to_one(f, x, k):
+    x2 = x.clone()
+    x2[:, k] = 1.0
+    return _changed(f, x, x2, lambda d: d.abs().amax(dim=(0, 2)) > 1e-6)
+
+
+def _first_sentence_only(f, x, k):
+    x2 = x.clone()
+    x2[0, k] += 1.0
+    return _changed(f, x, x2, lambda d: d.abs().amax(dim=(0, 2)) > 1e-6)
+
+
+def _signed(reduce):
+    return lambda f, x, k: _changed(f, x, _plus_one(x, k), reduce)
+
+
+WRONG_1_3 = mistakes_for(check_changed_positions_fn, [
+    (_compares_inputs, "比较的是输入 x"),
+    (_mutates_input, "原地改动了传进来的参数 x"),
+    (_aliased_both, "没改到"),
+    (_set_to_one, "设成了 1"),
+    (_first_sentence_only, "只改了第一句话"),
+    (_signed(lambda d: d.sum(dim=(0, 2)).abs() > 1e-6), "正负号"),
+    (_signed(lambda d: d.mean(dim=2).abs().amax(dim=0) > 1e-6), "正负号"),
+    (_signed(lambda d: d.sum(dim=0).abs().amax(dim=1) > 1e-6), "正负号"),
+    (_signed(lambda d: d.sum(dim=(0, 2)) != 0), "正负号"),
+    (_signed(lambda d: d.amax(dim=(0, 2)) > 1e-6), "没有取绝对值"),
+    (_signed(lambda d: d.abs().amax(dim=(0, 1)) > 1e-6), "第 1 维"),
+    (lambda f, x, k: list, "应该是位置编号的列表"),
+    (lambda f, x, k: torch.tensor(changed_positions_solution(f, x, k)) != -1, "布尔张量"),
+    (lambda f, x, k: [p + 1 for p in changed_positions_solution(f, x, k)], "从 0 开始"),
+    (lambda f, x, k: sorted(changed_positions_solution(f, x, k), reverse=True), "从小到大"),
+    (lambda f, x, k: None, "忘了写 return"),
+    (lambda f, x, k: [0.5], "应该是整数，却是 0.5"),
+    (lambda f, x, k: [None], "是 None"),
+    (lambda f, x, k: float("nan"), "应该是位置编号的列表"),
+    (lambda f, x, k: torch.zeros(2, 2, dtype=torch.long), "形状 (2, 2) 的张量"),
+    (lambda f, x, k: "0,1,2", "应该是位置编号的列表"),
+    (raise_value_error, "ValueError"),
+    (lambda: [0], "TypeError"),
+    ("fn", "应该是一个函数"),
+    (42, "应该是一个函数"),
+])
+
+
+
+# ---------------------------------------------------------------- 1.3 the dependency matrix (every k at once)
+def _experiment(bump=lambda t: t + 1.0, rows=slice(None), feature=slice(None), reduce=None, threshold=1e-6):
+    """The dependency matrix by the chapter's experiment, one column per input position k; the keyword
+    arguments make the typical wrong experiments."""
+    reduce = reduce or (lambda d: d.abs().amax(dim=(0, 2)) > threshold)
+
+    def dependency(f, x):
+        L = x.shape[1]
+        D = torch.zeros(L, L, dtype=torch.bool)
+        for k in range(L):
+            x2 = x.clone()
+            x2[rows, k, feature] = bump(x2[rows, k, feature])
+            with torch.no_grad():
+                D[:, k] = reduce(f(x2) - f(x))
+        return D
+    return dependency
+
+
+def _jacobian(f, x):  # another honest way: where the Jacobian is not zero
+    J = torch.autograd.functional.jacobian(f, x)  # (B, L, d, B, L, d)
+    return J.abs().amax(dim=(0, 2, 3, 5)) > 1e-6
+
+
+def _by_old_function(f, x):  # the chapter-1 experiment as a function, once per k; rows as a list of 0/1
+    columns = [changed_positions_solution(f, x, k) for k in range(x.shape[1])]
+    return [[int(j in columns[k]) for k in range(x.shape[1])] for j in range(x.shape[1])]
+
+
+RIGHT_1_3_MATRIX = answers_for(check_dependency_matrix, [
+    _experiment(), _jacobian, _by_old_function, lambda f, x: _experiment()(f, x).numpy(),
+    lambda f, x: _experiment()(f, x).float(),
+])
+
+
+def _mutating(f, x):
+    L = x.shape[1]
+    y = f(x).detach().clone()
+    D = torch.zeros(L, L, dtype=torch.bool)
+    for k in range(L):
+        x[:, k] += 1.0  # changes the caller's x
+        D[:, k] = (f(x) - y).detach().abs().amax(dim=(0, 2)) > 1e-6
+    return D
+
+
+WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
+    (lambda f, x: _experiment()(f, x).T, "行和列放反了"),
+    (_experiment(bump=lambda t: torch.ones_like(t)), "设成了 1"),
+    (_experiment(bump=lambda t: 2 * t), "乘了 2"),
+    (_experiment(feature=0), "一个特征维"),
+    (_experiment(threshold=1e-3), "1e-6"),
+    (_experiment(rows=0), "只改了第一句话"),
+    (_experiment(reduce=lambda d: d[0].abs().amax(dim=1) > 1e-6), "只比较了第一句的输出"),
+    (_experiment(reduce=lambda d: d[..., 0].abs().amax(dim=0) > 1e-6), "只比较了输出的一个特征维"),
+    (_experiment(reduce=lambda d: d.sum(dim=(0, 2)).abs() > 1e-6), "正负号"),
+    (_experiment(reduce=lambda d: d.amax(dim=(0, 2)) > 1e-6), "没有取绝对值"),
+    (_experiment(reduce=lambda d: torch.zeros(d.shape[1], dtype=torch.bool)), "没改到"),
+    (_mutating, "原地改动了传进来的参数 x"),
+    (lambda f, x: _experiment()(f, x)[:, 0], "只做了一个 k"),
+    (lambda f, x: changed_positions_solution(f, x, 0), "只做了一个 k"),
+    (lambda f, x: [changed_positions_solution(f, x, k) for k in range(x.shape[1])], "长短不一"),
+    (lambda f, x: _experiment()(f, x).float() * 3, "0 和 1 以外"),
+    (lambda f, x: f(x) @ torch.ones(3), "RuntimeError"),
+    (lambda f, x: None, "忘了写 return"),
+    (lambda f: None, "TypeError"),
+])
+
+test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3, RIGHT_1_3_MATRIX, OLD_1_1, OLD_1_2)
+test_stubs_are_not_done = not_done_answers(NOT_DONE_1_2)
+test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3, WRONG_1_3_MATRIX, OLD_WRONG_1_1,
+                                             OLD_WRONG_1_2)

@@ -1,0 +1,416 @@
+"""Exercise checkers of chapter 04, table-driven: every correct style passes, every wrong, forbidden or broken
+answer gets a verdict that names what happened (never the checker's own error). The stub answers of these
+exercises are the generic ones; they, and the generic garbage, are tried in tests/checkers/test_exercises_common.py."""
+import numpy as np
+import torch
+from torch import nn
+
+import mha
+from mha.course.exercises import (check_big_from_heads, check_packed_from_heads, check_per_head_linears, check_split_bug, check_split_bug_repair,
+                           check_split_heads, check_split_shape, results)
+from mha.course.exercises.ch04 import split_heads_buggy
+from mha.steps import split_heads as imported_split_heads
+from exercise_support import answers_for, verdict_allowing_prints, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
+
+
+# ---------------------------------------------------------------- references
+def split_shape_ref(B, L, d_model, n_heads):
+    return (B, n_heads, L, d_model // n_heads)
+
+
+def split_heads_ref(x, n_heads):
+    B, L, d_model = x.shape
+    return x.view(B, L, n_heads, d_model // n_heads).transpose(1, 2)
+
+
+def per_head_linears_ref(W_q, n_heads):
+    d_model = W_q.in_features
+    d_k = d_model // n_heads
+    smalls = []
+    for i in range(n_heads):
+        small = nn.Linear(d_model, d_k)
+        with torch.no_grad():
+            small.weight.copy_(W_q.weight[i * d_k:(i + 1) * d_k])
+            small.bias.copy_(W_q.bias[i * d_k:(i + 1) * d_k])
+        smalls.append(small)
+    return smalls
+
+
+CHECKERS = [check_split_shape, check_split_heads, check_per_head_linears]
+
+
+def test_references_agree_with_mha():
+    x = torch.randn(2, 4, 512)
+    assert torch.equal(split_heads_ref(x, 8), mha.split_heads(x, 8))
+    assert tuple(mha.split_heads(x, 8).shape) == split_shape_ref(2, 4, 512, 8)
+
+
+# ---------------------------------------------------------------- correct answers, in many styles
+def _split_loop(x, n_heads):
+    d_k = x.shape[-1] // n_heads
+    return torch.stack([x[..., i * d_k:(i + 1) * d_k] for i in range(n_heads)], dim=1)
+
+
+def _split_float64_inside(x, n_heads):
+    B, L, d_model = x.shape
+    return x.double().reshape(B, L, n_heads, -1).permute(0, 2, 1, 3).float()
+
+
+def _linears_from_data(W_q, n_heads):
+    d_k = W_q.out_features // n_heads
+    smalls = []
+    for i in range(n_heads):
+        small = nn.Linear(W_q.in_features, d_k)
+        small.weight.data = W_q.weight.data[i * d_k:(i + 1) * d_k].clone()
+        small.bias.data = W_q.bias.data[i * d_k:(i + 1) * d_k].clone()
+        smalls.append(small)
+    return smalls
+
+
+RIGHT = [
+    (check_split_shape, split_shape_ref),
+    (check_split_shape, lambda b, l, d, h: [b, h, l, d // h]),
+    (check_split_shape, lambda B, L, d, h: torch.Size([B, h, L, d // h])),
+    (check_split_shape, lambda B, L, d, h: (np.int64(B), np.int32(h), torch.tensor(L), d // h)),
+    (check_split_shape, lambda B, L, d, h: np.array([B, h, L, d // h])),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, d / h)),  # integral floats count as integers everywhere
+    (check_split_heads, split_heads_ref),
+    (check_split_heads, lambda inp, heads: split_heads_ref(inp, heads).contiguous()),  # renamed arguments
+    (check_split_heads, lambda x, h: x.unflatten(-1, (h, -1)).transpose(1, 2)),
+    (check_split_heads, lambda x, h: torch.stack(x.split(x.shape[-1] // h, dim=-1), dim=1)),
+    (check_split_heads, lambda x, h: torch.einsum("blhd->bhld", x.reshape(*x.shape[:2], h, -1))),
+    (check_split_heads, _split_loop),
+    (check_split_heads, _split_float64_inside),
+    (check_split_heads, lambda x, h: split_heads_ref(x, h).double()),  # a float64 answer
+    (check_per_head_linears, per_head_linears_ref),
+    (check_per_head_linears, lambda W_q, h: nn.ModuleList(per_head_linears_ref(W_q, h))),
+    (check_per_head_linears, lambda W_q, h: tuple(per_head_linears_ref(W_q, h))),
+    (check_per_head_linears, _linears_from_data),
+    (check_per_head_linears, lambda W_q, h: [lin.double() for lin in per_head_linears_ref(W_q, h)]),
+]
+
+
+test_right_answers_pass = right_answers(RIGHT)
+
+# Garbage only these exercises' checkers get (the generic garbage is in tests/checkers/test_exercises_common.py).
+GARBAGE = [
+    raise_value_error, lambda *a: torch.full((1, 2, 3, 4), float("nan")),
+    lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
+    lambda *a: (1.5, 2), lambda *a: [None], lambda *a: [nn.Linear(2, 2)], lambda *a: nn.Linear(6, 3),
+    lambda *a: [object()] * 8, lambda *a: 7, lambda *a: {"shape": 1}, lambda *a: (True, 1, 1, 1),
+]
+test_garbage_gets_a_verdict = wrong_answers(every(CHECKERS, GARBAGE))
+
+
+# ---------------------------------------------------------------- wrong answers, each named
+def _forgot_return(*args):
+    args[0] if args else None
+
+
+def _view_without_transpose(x, n_heads):
+    B, L, d_model = x.shape
+    return x.view(B, n_heads, L, d_model // n_heads)
+
+
+def _swapped_h_dk(x, n_heads):
+    B, L, d_model = x.shape
+    return x.view(B, L, d_model // n_heads, n_heads).transpose(1, 2)
+
+
+def _interleaved(x, n_heads):
+    B, L, d_model = x.shape
+    return x.view(B, L, d_model // n_heads, n_heads).permute(0, 3, 1, 2)
+
+
+def _resizes_x(x, n_heads):
+    B, L, d_model = x.shape
+    x.resize_(B, L, n_heads, d_model // n_heads)
+    return x.transpose(1, 2)
+
+
+def _scales_x_in_place(x, n_heads):
+    x.mul_(1.0)  # a no-op value-wise: still fine
+    x[0, 0, 0] = 123.0
+    return split_heads_ref(x, n_heads)
+
+
+def _hard_coded_64(x, n_heads):
+    B, L, _ = x.shape
+    return x.view(B, L, -1, 64).transpose(1, 2)
+
+
+def _split_no_grad(x, n_heads):
+    with torch.no_grad():
+        return split_heads_ref(x, n_heads)
+
+
+def _columns(W_q, n_heads):
+    d_k = W_q.in_features // n_heads
+    smalls = per_head_linears_ref(W_q, n_heads)
+    with torch.no_grad():
+        for i, small in enumerate(smalls):
+            small.weight.copy_(W_q.weight[:, i * d_k:(i + 1) * d_k].T)
+    return smalls
+
+
+def _linears(W_q, n_heads, bias=True, copy_bias=True, bias_rows=None):
+    d_model = W_q.in_features
+    d_k = d_model // n_heads
+    smalls = []
+    for i in range(n_heads):
+        small = nn.Linear(d_model, d_k, bias=bias)
+        with torch.no_grad():
+            small.weight.copy_(W_q.weight[i * d_k:(i + 1) * d_k])
+            if bias and copy_bias:
+                small.bias.copy_(W_q.bias[bias_rows if bias_rows is not None else slice(i * d_k, (i + 1) * d_k)])
+        smalls.append(small)
+    return smalls
+
+
+def _mutates_big(W_q, n_heads):
+    smalls = per_head_linears_ref(W_q, n_heads)
+    with torch.no_grad():
+        W_q.weight.zero_()
+    return smalls
+
+
+def _frozen(W_q, n_heads):
+    return [lin.requires_grad_(False) for lin in per_head_linears_ref(W_q, n_heads)]
+
+
+def _wrong_bias_shape(W_q, n_heads):
+    smalls = per_head_linears_ref(W_q, n_heads)
+    smalls[0].bias = nn.Parameter(W_q.bias.detach().clone())
+    return smalls
+
+
+class _Peek(nn.Linear):
+    """Looks like nn.Linear(d_model, d_k) but forwards to the big Linear: its own parameters are random."""
+
+    def __init__(self, big, i, d_k):
+        super().__init__(big.in_features, d_k)
+        self.big, self.i, self.d_k = [big], i, d_k
+
+    def forward(self, x):
+        return self.big[0](x)[..., self.i * self.d_k:(self.i + 1) * self.d_k]
+
+
+def _peeks(W_q, n_heads):
+    return [_Peek(W_q, i, W_q.in_features // n_heads) for i in range(n_heads)]
+
+
+SHORTCUT = "不能调用现成的"
+
+WRONG = [
+    # 4.1: each typical wrong shape is named
+    (check_split_shape, lambda B, L, d, h: (B, L, h, d // h), ["还没 transpose"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, d), ["不是整条 d_model"]),
+    (check_split_shape, lambda B, L, d, h: (B, d // h, L, h), ["h 和 d_k 的位置弄反了"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, d // h, L), ["最后两维反了"]),
+    (check_split_shape, lambda B, L, d, h: (h, L, d // h), ["batch"]),
+    (check_split_shape, lambda B, L, d, h: (2, 8, 4, 64), ["应为 (B, h, L, d_k)"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, d / h + 0.5), ["应该是整数"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, None), ["是 None"]),
+    (check_split_shape, lambda B, L, d, h: (B, h, L, True), ["布尔"]),
+    (check_split_shape, _forgot_return, ["返回了 None", "return"]),
+    # 4.2: wrong splits
+    (check_split_heads, _view_without_transpose, ["没有先 view 成 (B, L, h, d_k)"]),
+    (check_split_heads, lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), ["混进同一个头"]),
+    (check_split_heads, lambda x, h: x.view(*x.shape[:2], h, -1), ["忘了 transpose(1, 2)"]),
+    (check_split_heads, _swapped_h_dk, ["h 和 d_k 用反了"]),
+    (check_split_heads, _interleaved, ["隔 h 取一个"]),
+    (check_split_heads, _hard_coded_64, ["运行时抛出了"]),
+    (check_split_heads, lambda x, h: split_heads_ref(x, h) + 0.1, ["数值不对"]),
+    (check_split_heads, _forgot_return, ["返回了 None"]),
+    # 4.2: the input must not change
+    (check_split_heads, _resizes_x, ["修改了输入", "参数 x"]),
+    (check_split_heads, _scales_x_in_place, ["修改了输入", "参数 x"]),
+    # 4.2: shortcuts into mha are named, however they are reached
+    (check_split_heads, lambda x, h: mha.split_heads(x, h), [SHORTCUT, "split_heads"]),
+    (check_split_heads, imported_split_heads, [SHORTCUT, "split_heads"]),
+    (check_split_heads, mha.steps.split_heads, [SHORTCUT, "split_heads"]),
+    # 4.2: a step of a layer must let the gradient through
+    (check_split_heads, _split_no_grad, ["梯度", "no_grad"]),
+    (check_split_heads, lambda x, h: split_heads_ref(x.detach(), h), ["梯度", ".detach()"]),
+    # 4.3: wrong slices
+    (check_per_head_linears, _columns, ["按列切了 weight"]),
+    (check_per_head_linears, lambda W_q, h: _linears(W_q, h, bias=False), ["忘了把偏置也切过来"]),
+    (check_per_head_linears, lambda W_q, h: _linears(W_q, h, copy_bias=False), ["偏置不对"]),
+    (check_per_head_linears, lambda W_q, h: _linears(W_q, h, bias_rows=slice(0, W_q.in_features // h)), ["偏置不对"]),
+    (check_per_head_linears, lambda W_q, h: per_head_linears_ref(W_q, h)[::-1], ["头的顺序反了"]),
+    (check_per_head_linears, lambda W_q, h: [nn.Linear(W_q.in_features, W_q.in_features) for _ in range(h)],
+     ["(d_k, d_model)"]),
+    (check_per_head_linears, lambda W_q, h: per_head_linears_ref(W_q, h)[:-1], ["个小 Linear"]),
+    (check_per_head_linears, lambda W_q, h: nn.ModuleList(per_head_linears_ref(W_q, h))[0], ["list"]),
+    (check_per_head_linears, _wrong_bias_shape, ["bias 形状"]),
+    (check_per_head_linears, _peeks, ["数值不对"]),  # judged by the parameters, not by a custom forward
+    (check_per_head_linears, _forgot_return, ["返回了 None"]),
+    (check_per_head_linears, lambda W_q, h: [None] * h, ["应该是 nn.Linear", "NoneType"]),
+    # 4.3: W_q must not change; the small Linears must be trainable
+    (check_per_head_linears, _mutates_big, ["修改了输入", "W_q.weight"]),
+    (check_per_head_linears, _frozen, ["不能训练", "requires_grad=False"]),
+]
+
+
+
+
+# ---------------------------------------------------------------- the reworked 4.2 (bug hunt) and 4.3 (the reverse)
+def split_fixed(x, h):
+    B, L, d = x.shape
+    return x.view(B, L, h, d // h).transpose(1, 2)
+
+
+def big_from_heads_ref(smalls):
+    big = nn.Linear(smalls[0].in_features, sum(s.out_features for s in smalls))
+    with torch.no_grad():
+        big.weight.copy_(torch.cat([s.weight for s in smalls]))
+        big.bias.copy_(torch.cat([s.bias for s in smalls]))
+    return big
+
+
+def _big(weights, bias):
+    big = nn.Linear(weights.shape[1], weights.shape[0], bias=bias is not None)
+    with torch.no_grad():
+        big.weight.copy_(weights)
+        if bias is not None:
+            big.bias.copy_(bias)
+    return big
+
+
+RIGHT_NEW = answers_for(check_split_bug, [{"right_anyway": (2, 1, 8, 2), "fixed": split_fixed},
+                                          {"right_anyway": [1, 1, 12, 3], "fixed": split_heads_ref}]) + answers_for(
+    check_big_from_heads, [big_from_heads_ref,
+                           lambda smalls: _big(torch.cat([s.weight for s in smalls]), torch.cat([s.bias for s in smalls]))])
+
+NOT_DONE_NEW = answers_for(check_split_bug, [{"right_anyway": ..., "fixed": split_fixed},
+                                             {"right_anyway": (2, 1, 8, 2), "fixed": ...}])
+
+WRONG_NEW = mistakes_for(check_split_bug, [
+    ({"right_anyway": (2, 3, 8, 2), "fixed": split_fixed}, "是错的"),
+    ({"right_anyway": (2, 3, 8, 1), "fixed": split_fixed}, "n_heads ≥ 2"),
+    ({"right_anyway": (2, 1, 9, 2), "fixed": split_fixed}, "整除"),
+    ({"right_anyway": (2, 1, 8, 2), "fixed": split_heads_buggy}, ['answer["fixed"] 还不对', "transpose"]),
+    ({"right_anyway": (2, 1, 8, 2), "fixed": lambda x, h: x.view(x.shape[0], x.shape[1], h, -1)}, "忘了 transpose"),
+    ({"right_anyway": (2, 1, 8, 2), "fixed": lambda x, h: mha.split_heads(x, h)}, "不能调用现成的"),
+    ({"right_anyway": (2, 1, 8)}, "字典"),
+    ({"right_anyway": (2, 1, 8), "fixed": split_fixed}, "四个"),
+]) + mistakes_for(check_big_from_heads, [
+    (lambda smalls: _big(torch.cat([s.weight for s in smalls], 1), None), "横着拼"),
+    (lambda smalls: _big(torch.cat([s.weight for s in smalls]), None), "没有偏置"),
+    (lambda smalls: _big(torch.cat([s.weight for s in smalls]), torch.zeros(sum(s.out_features for s in smalls))), "偏置没有接过来"),
+    (lambda smalls: big_from_heads_ref(smalls[::-1]), "顺序反了"),
+    (lambda smalls: smalls[0], "形状应为"),
+    (lambda smalls: smalls, "应该返回一个 nn.Linear"),
+])
+
+
+
+# ---------------------------------------------------------------- 4.2 reworked: the shape on which the bug is right, and the rescue
+def repair_ref(wrong, h):
+    B, _, L, d_k = wrong.shape
+    return wrong.reshape(B, L, h, d_k).transpose(1, 2)  # wrong holds x's numbers in x's order
+
+
+def _repair_detached(wrong, h):
+    return repair_ref(wrong, h).detach()
+
+
+def _repair_in_place(wrong, h):
+    wrong.data.mul_(2.0)  # changes the caller's tensor
+    return repair_ref(wrong, h) / 2
+
+
+OK = (2, 1, 8, 2)
+RIGHT_REPAIR = answers_for(check_split_bug_repair, [
+    {"right_anyway": OK, "repair": repair_ref},
+    {"right_anyway": (3, 1, 12, 4), "repair": lambda w, h: mha.split_heads(w.reshape(w.shape[0], w.shape[2], -1), h)},
+    {"right_anyway": [1, 1, 6, 3], "repair": lambda w, h: split_fixed(w.flatten(1).view(w.shape[0], w.shape[2], -1), h)},
+    {"right_anyway": OK, "repair": lambda w, h: repair_ref(w.double(), h)},
+])
+NOT_DONE_REPAIR = answers_for(check_split_bug_repair, [{"right_anyway": ..., "repair": repair_ref},
+                                                        {"right_anyway": OK, "repair": ...}])
+WRONG_REPAIR = mistakes_for(check_split_bug_repair, [
+    ({"right_anyway": (2, 3, 8, 2), "repair": repair_ref}, "是错的"),
+    ({"right_anyway": (2, 1, 8, 1), "repair": repair_ref}, "n_heads ≥ 2"),
+    ({"right_anyway": OK, "repair": lambda w, h: w}, "wrong 本身"),
+    ({"right_anyway": OK, "repair": lambda w, h: mha.split_heads(mha.merge_heads(w), h)}, "wrong 本身"),
+    ({"right_anyway": OK, "repair": lambda w, h: w.transpose(1, 2).reshape(w.shape)}, "轴 1 不是头"),
+    ({"right_anyway": OK, "repair": lambda w, h: w.reshape(w.shape[0], w.shape[2], h, -1)}, "还差 transpose"),
+    ({"right_anyway": OK, "repair": lambda w, h: repair_ref(w, h) + 1e-3}, "数值不对"),
+    ({"right_anyway": OK, "repair": _repair_detached}, "不能求梯度"),
+    ({"right_anyway": OK, "repair": _repair_in_place}, ["修改了输入", "参数 wrong"]),
+    ({"right_anyway": OK}, "缺少键"),
+])
+
+
+
+# ---------------------------------------------------------------- 4.3 reworked: qnet/knet/vnet per head -> one packed Linear
+def _pack(rows, bias=True, frozen=False):
+    packed = nn.Linear(rows[0].in_features, sum(r.out_features for r in rows), bias=bias)
+    with torch.no_grad():
+        packed.weight.copy_(torch.cat([r.weight for r in rows]))
+        if bias:
+            packed.bias.copy_(torch.cat([r.bias for r in rows]))
+    return packed.requires_grad_(not frozen)
+
+
+def packed_ref(heads):
+    return _pack([triple[role] for role in range(3) for triple in heads])  # all Q, then all K, then all V
+
+
+def packed_by_role(heads):
+    q, k, v = zip(*heads)
+    return _pack([*q, *k, *v])
+
+
+def _pack_zero_bias(heads):
+    packed = packed_ref(heads)
+    with torch.no_grad():
+        packed.bias.zero_()  # the weights copied, the biases forgotten
+    return packed
+
+
+def _pack_random_bias(heads):
+    packed = nn.Linear(heads[0][0].in_features, 3 * len(heads) * heads[0][0].out_features)
+    with torch.no_grad():
+        packed.weight.copy_(torch.cat([t[r].weight for r in range(3) for t in heads]))  # the bias stays random
+    return packed
+
+
+def _pack_without_no_grad(heads):
+    rows = [t[r] for r in range(3) for t in heads]
+    packed = nn.Linear(rows[0].in_features, sum(r.out_features for r in rows))
+    packed.weight.copy_(torch.cat([r.weight for r in rows]))  # outside torch.no_grad(): torch refuses
+    return packed
+
+
+RIGHT_PACKED = answers_for(check_packed_from_heads, [packed_ref, packed_by_role])
+WRONG_PACKED = mistakes_for(check_packed_from_heads, [
+    (lambda heads: _pack([lin for triple in heads for lin in triple]), "按头排了"),
+    (lambda heads: _pack([t[r] for r in (1, 0, 2) for t in heads]), ["顺序是 K、Q、V"]),
+    (lambda heads: _pack([t[r] for r in (0, 2, 1) for t in heads]), ["顺序是 Q、V、K"]),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads[::-1]]), "头的顺序反了"),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads], bias=False), "没有偏置"),
+    (lambda heads: _pack([t[r] for r in range(3) for t in heads], frozen=True), "不能训练"),
+    (_pack_zero_bias, "bias 没有复制"),
+    (_pack_random_bias, "bias 没有复制"),
+    (lambda heads: heads[0][0], "形状应为"),
+    (lambda heads: heads, "应该返回一个 nn.Linear"),
+    (_pack_without_no_grad, ["leaf Variable", "放进 with torch.no_grad(): 里"]),
+])
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR, WRONG_PACKED)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_REPAIR, RIGHT_PACKED)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW, NOT_DONE_REPAIR)
+
+
+def test_results_registry_lists_chapter():
+    assert set(results("ch04")) == {"4.1", "4.2", "4.3"}
+
+
+def test_repair_that_prints_with_mha_fmt_passes(capsys):
+    def printing(w, h):
+        print(mha.fmt(w[0, 0, 0], 2))  # debugging prints with the book's own helper are allowed
+        return repair_ref(w, h)
+    ok, last = verdict_allowing_prints(capsys, check_split_bug_repair, {"right_anyway": OK, "repair": printing})
+    assert ok is True and "✅" in last, last

@@ -1,0 +1,391 @@
+"""Exercise checkers of chapter 05, table-driven: every correct style passes, stubs are "not done",
+every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error).
+The generic stub and garbage answers are tried on every checker in tests/checkers/test_exercises_common.py."""
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import mha
+from mha.course.exercises import (check_attention, check_attention_weights, check_dot_product_variance,
+                           check_dot_product_variance_scaled, check_scores_shape, results)
+from mha.steps import masked_softmax
+from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers
+
+
+# ---------------------------------------------------------------- references
+def attention_reference(q, k, v, mask=None):
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (B, h, L, S)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v  # (B, h, L, d_k)
+
+
+def attention_lecture(q, k, v, mask=None):
+    """The lecture's way: masked_fill(mask == 0, -1e9); a fully masked row averages V."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+def attention_inf_then_nan_to_num(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0) @ v
+
+
+def attention_einsum(query, key, value, m=None):  # renamed arguments
+    scores = torch.einsum("bhld,bhsd->bhls", query, key) / math.sqrt(query.shape[-1])
+    if m is not None:
+        scores = torch.where(m, scores, torch.tensor(-1e9))
+    return torch.einsum("bhls,bhsd->bhld", scores.softmax(-1), value)
+
+
+def attention_float64_inside(q, k, v, mask=None):
+    out = attention_reference(q.double(), k.double(), v.double(), mask)
+    return out.float()
+
+
+def attention_loop_over_heads(q, k, v, mask=None):
+    B, h, L, d_k = q.shape
+    if mask is not None:
+        mask = mask.expand(B, h, L, k.shape[-2])
+    heads = []
+    for i in range(h):
+        scores = q[:, i] @ k[:, i].transpose(-2, -1) / math.sqrt(d_k)  # (B, L, S)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[:, i], -1e9)
+        heads.append(torch.softmax(scores, dim=-1) @ v[:, i])
+    return torch.stack(heads, dim=1)
+
+
+CHECKERS = [check_scores_shape, check_dot_product_variance, check_attention]
+
+RIGHT = [
+    # 5.1: any integer type, the same rule everywhere
+    (check_scores_shape, (3, 4, 5, 7)),
+    (check_scores_shape, [3, 4, 5, 7]),
+    (check_scores_shape, torch.Size([3, 4, 5, 7])),
+    (check_scores_shape, (np.int64(3), np.int32(4), torch.tensor(5), 7)),
+    (check_scores_shape, np.array([3, 4, 5, 7])),
+    (check_scores_shape, (3.0, 4, 5, 7.0)),  # integral floats count as integers
+    # 5.2: the theory, in any number type, and a careful measurement
+    (check_dot_product_variance, (256, 1)),
+    (check_dot_product_variance, [256.0, 1.0]),
+    (check_dot_product_variance, (np.int64(256), np.float32(1.0))),
+    (check_dot_product_variance, (torch.tensor(256), torch.tensor(1.0))),
+    (check_dot_product_variance, np.array([256, 1])),
+    (check_dot_product_variance, (256, 256 / 16 ** 2)),
+    (check_dot_product_variance, (250, 1.02)),  # measured with ~10 000 draws
+    (check_dot_product_variance, (262.5, 0.97)),
+    # 5.3: every correct style
+    (check_attention, attention_reference),
+    (check_attention, attention_lecture),
+    (check_attention, attention_inf_then_nan_to_num),
+    (check_attention, attention_einsum),
+    (check_attention, attention_float64_inside),
+    (check_attention, attention_loop_over_heads),
+    (check_attention, lambda q, k, v, mask=None: attention_reference(q, k, v, mask).double()),  # a float64 answer
+]
+
+
+test_right_answers_pass = right_answers(RIGHT)
+
+# A stub with one part still `...`.
+test_stubs_are_not_done = not_done_answers([
+    (check_scores_shape, (3, 4, ..., 7)),
+    (check_dot_product_variance, (..., 1)),
+    (check_dot_product_variance, (256, ...)),
+])
+
+# Garbage only these exercises' checkers get (the generic garbage is in tests/checkers/test_exercises_common.py).
+GARBAGE = [
+    "(3, 4, 5, 7)", "256, 1", len, raise_value_error,
+    (3.5, 4, 5, 7), (True, 4, 5, 7), (256,), (256, 1, 1), (256, "1"), (math.nan, 1), (256, math.inf),
+    lambda q, k, v, mask=None: torch.full_like(q, math.nan),
+    lambda q, k, v, mask=None: attention_reference(q, k, v, mask)[..., :2],
+    lambda q, k, v, mask=None: attention_reference(q, k, v, mask).tolist(),
+    lambda q, k, v, mask=None: attention_reference(q, k, v, mask).long(),
+    lambda q, k, v: q,  # wrong signature
+]
+test_garbage_gets_a_verdict = wrong_answers(every(CHECKERS, GARBAGE))
+
+
+# ---------------------------------------------------------------- wrong answers, each named
+def _make(scale=True, dim=-1, polarity=True, when="before", fill=-1e9, returns="output", use_mask=True):
+    def attention(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1)
+        if scale:
+            scores = scores / math.sqrt(q.size(-1))
+        keep = None if (mask is None or not use_mask) else (mask if polarity else ~mask)
+        if keep is not None and when == "before":
+            scores = scores.masked_fill(~keep, fill)
+        weights = torch.softmax(scores, dim=dim)
+        if keep is not None and when == "after":
+            weights = weights.masked_fill(~keep, fill)
+        if returns == "weights":
+            return weights
+        if returns == "both":
+            return weights @ v, weights
+        return weights @ v
+    return attention
+
+
+def _divides_q_in_place(q, k, v, mask=None):
+    q.div_(math.sqrt(q.size(-1)))
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    return torch.softmax(scores, -1) @ v
+
+
+def _flips_mask_in_place(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not_(), -1e9)  # flips the caller's mask
+    return torch.softmax(scores, -1) @ v
+
+
+def _same_mask_for_all_heads(q, k, v, mask=None):
+    if mask is not None and mask.dim() == 4:
+        mask = mask[:, :1]  # assumes the mask never differs between heads
+    return attention_lecture(q, k, v, mask)
+
+
+def _hard_coded_d_k(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(5)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    return torch.softmax(scores, -1) @ v
+
+
+def _no_grad(q, k, v, mask=None):
+    with torch.no_grad():
+        return attention_lecture(q, k, v, mask)
+
+
+def _uses_torch_mha(q, k, v, mask=None):
+    nn.MultiheadAttention(q.size(-1), 1, batch_first=True)  # even building it is the shortcut
+    return attention_lecture(q, k, v, mask)
+
+
+def _forgot_return(q, k, v, mask=None):
+    attention_lecture(q, k, v, mask)
+
+
+SHORTCUT = "不能调用现成的"
+
+WRONG = [
+    # 5.1
+    (check_scores_shape, (3, 4, 5, 16), ["weights @ V"]),
+    (check_scores_shape, (3, 4, 7, 5), ["放反"]),
+    (check_scores_shape, (3, 4, 5, 5), ["方阵"]),
+    (check_scores_shape, (3, 4, 7, 7), ["方阵"]),
+    (check_scores_shape, (3, 5, 7), ["少了头"]),
+    (check_scores_shape, (3, 5, 4, 7), ["轴顺序"]),
+    (check_scores_shape, (1, 2, 3, 4), ["提示"]),
+    (check_scores_shape, (3, 4, 5, None), ["是 None"]),
+    (check_scores_shape, (3, 4, 5, 7.5), ["应该是整数"]),
+    (check_scores_shape, torch.zeros(3, 4, 5, 7), ["不是张量"]),
+    # 5.2: named mistakes
+    (check_dot_product_variance, (16, 1), ["标准差"]),
+    (check_dot_product_variance, (1, 1), ["随 d_k 增长"]),
+    (check_dot_product_variance, (256, 16), ["(√d_k)²"]),
+    (check_dot_product_variance, (256, 1 / 256), ["多除了一次"]),
+    (check_dot_product_variance, (256, 256), ["没有变小"]),
+    (check_dot_product_variance, (100, 1), ["一共 256 项"]),
+    (check_dot_product_variance, (256, 5), ["Var(X / c)"]),
+    # 5.2: close is not enough
+    (check_dot_product_variance, (240, 0.9), ["缩放前", "接近", "6%"]),
+    (check_dot_product_variance, (256, 0.9), ["缩放后", "接近", "10%"]),
+    (check_dot_product_variance, (270, 1), ["缩放前", "接近"]),
+    (check_dot_product_variance, (256, 1.08), ["缩放后", "接近"]),
+    # 5.2: the answer's parts
+    (check_dot_product_variance, (256, None), ["缩放后的方差", "是 None"]),
+    (check_dot_product_variance, (None, 1), ["缩放前的方差", "是 None"]),
+    (check_dot_product_variance, (256, True), ["应该是一个数"]),
+    (check_dot_product_variance, (256,), ["两个数"]),
+    # 5.3: the computation
+    (check_attention, _make(scale=False), ["忘了除以 √d_k"]),
+    (check_attention, _make(dim=-2), ["softmax 沿错了轴"]),
+    (check_attention, _make(dim=1), ["softmax 沿错了轴"]),
+    (check_attention, _make(polarity=False), ["掩码方向反了"]),
+    (check_attention, _make(when="after", fill=0.0), ["在 softmax 之后才用掩码"]),
+    (check_attention, _make(when="after", fill=-1e9), ["在 softmax 之后才用掩码"]),
+    (check_attention, _make(when="after", fill=float("-inf")), ["在 softmax 之后才用掩码"]),
+    (check_attention, _make(returns="weights"), ["返回的是注意力权重"]),
+    (check_attention, _make(returns="both"), ["tuple"]),
+    (check_attention, _make(use_mask=False), ["没有用上 mask"]),
+    (check_attention, _make(fill=float("-inf")), ["NaN", "nan_to_num"]),
+    (check_attention, lambda q, k, v, mask=None: q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)) @ v, ["忘了 softmax"]),
+    (check_attention, lambda q, k, v, mask=None: torch.softmax(q @ k.transpose(-2, -1) / q.size(-1), -1) @ v,
+     ["除以的是 d_k"]),
+    (check_attention, _forgot_return, ["返回了 None", "return"]),
+    # 5.3: masks of every shape the prompt allows, and nothing hard-coded
+    (check_attention, _same_mask_for_all_heads, ["(B, h, L, S) 掩码", "数值不对"]),
+    (check_attention, _hard_coded_d_k, ["另一组形状", "不要写死"]),
+    # 5.3: the inputs must not change
+    (check_attention, _divides_q_in_place, ["修改了输入", "参数 q"]),
+    (check_attention, _flips_mask_in_place, ["修改了输入", "参数 mask"]),
+    # 5.3: shortcuts
+    (check_attention, lambda q, k, v, mask=None: mha.scaled_dot_product_attention(q, k, v, mask)[0],
+     [SHORTCUT, "mha.steps.attention"]),
+    (check_attention, lambda q, k, v, mask=None: mha.steps.fused_attention(q, k, v, mask), [SHORTCUT, "fused_attention"]),
+    (check_attention, lambda q, k, v, mask=None: masked_softmax(mha.steps.attention_scores(q, k), mask) @ v,
+     [SHORTCUT, "attention_scores"]),
+    (check_attention, lambda q, k, v, mask=None: masked_softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, mask) @ v,
+     [SHORTCUT, "masked_softmax"]),
+    (check_attention, lambda q, k, v, mask=None: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+     [SHORTCUT, "F.scaled_dot_product_attention"]),
+    (check_attention, _uses_torch_mha, [SHORTCUT, "nn.MultiheadAttention"]),
+    # 5.3: a layer trains through attention
+    (check_attention, _no_grad, ["不能求梯度", "no_grad"]),
+    (check_attention, lambda q, k, v, mask=None: attention_lecture(q, k.detach(), v, mask), ["梯度传不到 k"]),
+    (check_attention, lambda q, k, v, mask=None: attention_lecture(q, k, v.detach(), mask), ["梯度传不到 v"]),
+    (check_attention, lambda q, k, v, mask=None: torch.tensor(attention_lecture(q, k, v, mask).tolist()),
+     ["不能求梯度"]),
+]
+
+
+# ---------------------------------------------------------------- the reworked 5.2 (variance 4)
+RIGHT_NEW = [(check_dot_product_variance_scaled, a) for a in [(256, 4, 16), [256.0, 4.0, 16.0], np.array([256, 4, 16]),
+                                                              (torch.tensor(256), 4, 16.0), (255, 4.1, 16.2)]]
+WRONG_NEW = [(check_dot_product_variance_scaled, a, w) for a, w in [
+    ((64, 1, 8), "各分量方差都为 1"),
+    ((128, 2, 11.3), "标准差"),
+    ((256, 1, 16), "不是 1"),
+    ((256, 16, 16), "Var(X / c)"),
+    ((256, 4, 256), "方差本身"),
+    ((256, 4, 8), "√d_k"),
+    ((256, 4, 4), "要除的数"),
+    ((256, 4), "三个数"),
+    ((256, None, 16), "是 None"),
+    ("256, 4, 16", "三个数"),
+]]
+
+
+
+# ---------------------------------------------------------------- 5.3 reworked: d_v != d_k, (output, weights), 0/1 masks
+def weights_ref(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, L, S): d_k, not d_v
+    if mask is not None:
+        blocked = mask == 0  # bool or 0/1 integers alike
+        scores = scores.masked_fill(blocked, -1e9)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(blocked, 0.0)  # a query that sees no key: all zeros, not 1/S
+    return weights @ v, weights
+
+
+def weights_where(q, k, v, mask=None):
+    scores = torch.einsum("bhld,bhsd->bhls", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        keep = mask.bool()
+        scores = torch.where(keep, scores, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, -1) * keep
+    else:
+        weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+
+
+def weights_nan_to_num(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    weights = torch.softmax(scores, -1).nan_to_num(0.0)
+    return weights @ v, weights
+
+
+def _weights_variant(scale="d_k", fill=-1e9, zero_blocked=True, polarity=True, when="before", invert="==0"):
+    def attention(q, k, v, mask=None):
+        width = {"d_k": q.size(-1), "d_v": v.size(-1)}[scale]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(width)
+        blocked = None
+        if mask is not None:
+            blocked = (~mask if invert == "~" else mask == 0) if polarity else mask != 0
+        if blocked is not None and when == "before":
+            scores = scores.masked_fill(blocked, fill)
+        weights = torch.softmax(scores, dim=-1)
+        if blocked is not None and (zero_blocked or when == "after"):
+            weights = weights.masked_fill(blocked, 0.0)
+        return weights @ v, weights
+    return attention
+
+
+def _weights_where_int(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = torch.where(mask, scores, -1e9)  # a 0/1 integer mask is no condition for torch.where
+    weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+
+
+def _weights_in_place(q, k, v, mask=None):
+    k.data.mul_(1.0 / math.sqrt(q.size(-1)))  # changes the caller's k
+    out, w = weights_ref(q, k * math.sqrt(q.size(-1)), v, mask)
+    return out, w
+
+
+def _weights_detached(q, k, v, mask=None):
+    out, w = weights_ref(q, k, v, mask)
+    return w.detach() @ v, w.detach()
+
+
+RIGHT_WEIGHTS = answers_for(check_attention_weights, [
+    weights_ref, weights_where, weights_nan_to_num,
+    lambda q, k, v, mask=None: tuple(t.double() for t in weights_ref(q.double(), k.double(), v.double(), mask)),
+    lambda q, k, v, mask=None: list(weights_ref(q, k, v, mask)),
+    lambda q, k, v, mask=None: weights_ref(q, k, v, None if mask is None else mask.bool()),
+])
+WRONG_WEIGHTS = mistakes_for(check_attention_weights, [
+    (_weights_variant(scale="d_v"), "√d_v"),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-2)),
+     ["softmax 沿错了轴", "dim=-2"]),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=1)),
+     ["softmax 沿错了轴", "dim=1"]),
+    (_weights_variant(zero_blocked=False), ["平均分给", "-1e9"]),
+    (_weights_variant(fill=float("-inf"), zero_blocked=False), ["NaN", "0/0"]),
+    (_weights_variant(polarity=False), "掩码方向反了"),
+    (_weights_variant(when="after"), "在 softmax 之后才挡"),
+    (_weights_variant(invert="~"), ["boolean masks", "mask == 0"]),
+    (_weights_where_int, ["boolean tensor", "mask == 0"]),
+    (lambda q, k, v, mask=None: weights_ref(q, k, v, None), "没有用上掩码"),
+    (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[0], "只返回了一个张量"),
+    (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[::-1], "顺序反了"),
+    (lambda q, k, v, mask=None: (*weights_ref(q, k, v, mask), None), "两个张量"),
+    (lambda q, k, v, mask=None: (weights_ref(q, k, v, mask)[0], weights_ref(q, k, v, mask)[1] + 1e-3), "weights 的形状对了"),
+    (lambda q, k, v, mask=None: (weights_ref(q, k, v, mask)[0][..., :q.size(-1)], weights_ref(q, k, v, mask)[1]), "d_v"),
+    (_weights_in_place, ["修改了输入", "参数 k"]),
+    (_weights_detached, "梯度传不到 q"),
+    (lambda q, k, v, mask=None: (weights_ref(q, k, v, mask)[0], weights_ref(q, k, v, mask)[1].detach()), "的梯度"),
+    (lambda q, k, v, mask=None: mha.attention(q, k, v, None if mask is None else mask.bool()), [SHORTCUT, "attention"]),
+    (lambda q, k, v, mask=None: (F.scaled_dot_product_attention(q, k, v), None), [SHORTCUT, "F.scaled_dot_product_attention"]),
+    (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(masked_softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5,
+                                                                       None if mask is None else mask.bool())),
+     [SHORTCUT, "masked_softmax"]),
+])
+NOT_DONE_WEIGHTS = answers_for(check_attention_weights, [lambda q, k, v, mask=None: ...])
+
+test_wrong_answers_are_named = wrong_answers(WRONG + WRONG_NEW, WRONG_WEIGHTS)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_WEIGHTS)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_WEIGHTS)
+
+
+def test_attention_weights_that_prints_with_mha_fmt_passes(capsys):
+    def printing(q, k, v, mask=None):
+        print(mha.fmt(q[0, 0, 0], 2))  # debugging prints with the book's own helper are allowed
+        return weights_ref(q, k, v, mask)
+    ok, last = verdict_allowing_prints(capsys, check_attention_weights, printing)
+    assert ok is True and "✅" in last, last
+
+
+def test_results_registry_lists_chapter():
+    assert set(results("ch05")) == {"5.1", "5.2", "5.3"}

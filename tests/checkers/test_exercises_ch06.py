@@ -1,0 +1,266 @@
+"""Exercise checkers of chapter 06, table-driven: every correct style passes, stubs are "not done",
+every wrong, forbidden or broken answer gets a verdict that names what happened (never the checker's own error).
+The generic stub and garbage answers are tried on every checker in tests/checkers/test_exercises_common.py."""
+import math
+
+import numpy as np
+import torch
+
+import mha
+from mha.course.exercises import (check_concat_shapes, check_head_from_concat, check_merge_bug, check_merge_bug_repair,
+                           check_merge_heads, check_swap_heads, results)
+from mha.course.exercises.ch06 import merge_heads_buggy
+from mha.steps import merge_heads as imported_merge_heads
+from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers
+
+
+# ---------------------------------------------------------------- references
+def merge_reference(x):
+    B, h, L, d_k = x.shape
+    x = x.transpose(1, 2).contiguous()  # (B, L, h, d_k)
+    return x.view(B, L, h * d_k)  # (B, L, d_model)
+
+
+def head_reference(concat, i, n_heads):
+    d_k = concat.shape[-1] // n_heads
+    return concat[..., i * d_k:(i + 1) * d_k]  # (B, L, d_k)
+
+
+def _merge_loop(x):
+    return torch.cat([x[:, i] for i in range(x.shape[1])], dim=-1)
+
+
+CHECKERS = [check_concat_shapes, check_merge_heads, check_head_from_concat]
+
+RIGHT = [
+    # 6.1: any integer type, the same rule everywhere
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 64))),
+    (check_concat_shapes, [torch.Size([3, 5, 4, 16]), [3, 5, 64]]),
+    (check_concat_shapes, ((np.int64(3), 5, torch.tensor(4), 16), np.array([3, 5, 64]))),
+    (check_concat_shapes, ((3.0, 5, 4, 16), (3, 5, 64.0))),  # integral floats count as integers
+    # 6.2: every correct style
+    (check_merge_heads, merge_reference),
+    (check_merge_heads, lambda heads: torch.cat(list(heads.unbind(1)), dim=-1)),  # renamed argument
+    (check_merge_heads, lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)),
+    (check_merge_heads, lambda x: x.permute(0, 2, 1, 3).flatten(2)),
+    (check_merge_heads, lambda x: torch.einsum("bhld->blhd", x).reshape(x.shape[0], x.shape[2], -1)),
+    (check_merge_heads, _merge_loop),
+    (check_merge_heads, lambda x: merge_reference(x.double()).float()),  # float64 inside
+    (check_merge_heads, lambda x: merge_reference(x).double()),  # a float64 answer
+    # 6.3
+    (check_head_from_concat, head_reference),
+    (check_head_from_concat, lambda c, i, h: c.view(c.shape[0], c.shape[1], h, -1)[:, :, i]),
+    (check_head_from_concat, lambda c, i, h: c.chunk(h, dim=-1)[i]),
+    (check_head_from_concat, lambda c, i, h: mha.split_heads(c, h)[:, i]),  # mha is allowed here
+    (check_head_from_concat, lambda c, i, h: head_reference(c, i, h).double()),
+    (check_head_from_concat, lambda c, i, h: head_reference(c, np.int64(i), h).clone()),
+]
+
+
+test_right_answers_pass = right_answers(RIGHT)
+
+test_stubs_are_not_done = not_done_answers([
+    (check_concat_shapes, (..., ...)),
+    (check_concat_shapes, ((..., ..., ..., ...), (..., ..., ...))),  # the stub cell as written
+    (check_concat_shapes, ((3, 5, 4, 16), ...)),
+])
+
+# Garbage only these exercises' checkers get (the generic garbage is in tests/checkers/test_exercises_common.py).
+GARBAGE = [
+    "(3, 5, 64)", (3, 5, 64), ((3, 5, 4, 16),), ("a", "b"), ((3.5,), (1,)), raise_value_error,
+    lambda *a: torch.full((2, 3, 4), math.nan),
+    lambda x: merge_reference(x).long(),
+    lambda x: merge_reference(x)[..., :-1],
+    lambda x: merge_reference(x).numpy(),
+    lambda c, i, h: head_reference(c, i, h)[0],
+    lambda c, i, h: head_reference(c, i, h).tolist(),
+    lambda: 1,
+]
+test_garbage_gets_a_verdict = wrong_answers(every(CHECKERS, GARBAGE))
+
+
+# ---------------------------------------------------------------- wrong answers, each named
+def _transpose_in_place(x):
+    x.transpose_(1, 2)
+    return x.reshape(x.shape[0], x.shape[1], -1)
+
+
+def _scale_in_place(x):
+    x.mul_(2.0)
+    return merge_reference(x) / 2
+
+
+def _no_grad_merge(x):
+    with torch.no_grad():
+        return merge_reference(x)
+
+
+def _zeroes_concat(c, i, h):
+    out = head_reference(c, i, h).clone()
+    c.zero_()
+    return out
+
+
+def _width(c, h):
+    return c.shape[-1] // h
+
+
+def _forgot_return(*args):
+    args[0] if args else None
+
+
+SHORTCUT = "不能调用现成的"
+
+WRONG = [
+    # 6.1
+    (check_concat_shapes, ((3, 4, 5, 16), (3, 5, 64)), ["交换第 1 轴"]),
+    (check_concat_shapes, ((3, 4, 16, 5), (3, 5, 64)), ["transpose(2, 3)"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 4, 80)), ["把 L 和 d_k 合并"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 16)), ["一个头的宽度"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 4, 16)), ["还是四维"]),
+    (check_concat_shapes, ((3, 5, 4, 16), (3, 64, 5)), ["最后两维合并"]),
+    (check_concat_shapes, ((3, 5, 4, 16), None), ["view 之后的形状", "是 None"]),
+    (check_concat_shapes, ((3, 5, None, 16), (3, 5, 64)), ["transpose 之后的形状", "是 None"]),
+    (check_concat_shapes, ((3, 5, 4, 16.5), (3, 5, 64)), ["应该是整数"]),
+    (check_concat_shapes, ((3, 5, 4, 16),), ["两个形状"]),
+    # 6.2: wrong merges
+    (check_merge_heads, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), ["忘了 .contiguous()"]),
+    (check_merge_heads, lambda x: x.reshape(x.shape[0], x.shape[2], -1), ["没有 transpose"]),
+    (check_merge_heads, lambda x: x.contiguous().view(x.shape[0], x.shape[2], -1), ["没有 transpose"]),
+    (check_merge_heads, lambda x: torch.cat([x[:, i] for i in reversed(range(x.shape[1]))], dim=-1), ["顺序反了"]),
+    (check_merge_heads, lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), ["交错"]),
+    (check_merge_heads, lambda x: x.transpose(1, 2), ["还差一步"]),
+    (check_merge_heads, lambda x: x.transpose(1, 2).reshape(x.shape[0], -1, x.shape[3]), ["形状应该是"]),
+    (check_merge_heads, lambda x: merge_reference(x) + 1e-2, ["数值不对"]),
+    (check_merge_heads, lambda x: torch.full((x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), math.nan), ["NaN"]),
+    (check_merge_heads, _forgot_return, ["返回了 None", "return"]),
+    # 6.2: the input must not change
+    (check_merge_heads, _transpose_in_place, ["修改了输入", "参数 x"]),
+    (check_merge_heads, _scale_in_place, ["修改了输入", "参数 x"]),
+    # 6.2: shortcuts into mha are named, however they are reached
+    (check_merge_heads, lambda x: mha.merge_heads(x), [SHORTCUT, "merge_heads"]),
+    (check_merge_heads, imported_merge_heads, [SHORTCUT, "merge_heads"]),
+    (check_merge_heads, mha.steps.merge_heads, [SHORTCUT, "merge_heads"]),
+    # 6.2: a step of a layer must let the gradient through
+    (check_merge_heads, _no_grad_merge, ["不能求梯度", "no_grad"]),
+    (check_merge_heads, lambda x: merge_reference(x.detach()), ["不能求梯度"]),
+    # 6.3
+    (check_head_from_concat, lambda c, i, h: c[..., i::h], ["步长切片"]),
+    (check_head_from_concat, lambda c, i, h: c[..., (i + 1) * _width(c, h):(i + 2) * _width(c, h)], ["下一个头"]),
+    (check_head_from_concat, lambda c, i, h: c[..., (i - 1) * _width(c, h):i * _width(c, h)], ["空张量"]),
+    (check_head_from_concat, lambda c, i, h: c[..., max(i - 1, 0) * _width(c, h):max(i, 1) * _width(c, h)],
+     ["上一个头"]),
+    (check_head_from_concat, lambda c, i, h: c[..., i * h:(i + 1) * h], ["切片宽度用了 n_heads"]),
+    (check_head_from_concat, lambda c, i, h: c.view(c.shape[0], h, c.shape[1], -1)[:, i], ["打乱"]),
+    (check_head_from_concat, lambda c, i, h: torch.full_like(head_reference(c, i, h), math.nan), ["NaN"]),
+    (check_head_from_concat, _zeroes_concat, ["修改了输入", "参数 c"]),
+    (check_head_from_concat, _forgot_return, ["返回了 None"]),
+]
+
+
+# ---------------------------------------------------------------- the reworked 6.2 (bug hunt) and 6.3 (swap two heads)
+def merge_fixed(x):
+    B, h, L, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, L, h * d_k)
+
+
+def swap_ref(concat, i, j, h):
+    B, L, d = concat.shape
+    order = list(range(h))
+    order[i], order[j] = order[j], order[i]
+    return concat.view(B, L, h, d // h)[:, :, order].reshape(B, L, d)
+
+
+def swap_overwrites(concat, i, j, h):
+    d_k, out = concat.shape[-1] // h, concat.clone()
+    out[..., i * d_k:(i + 1) * d_k] = out[..., j * d_k:(j + 1) * d_k]
+    out[..., j * d_k:(j + 1) * d_k] = out[..., i * d_k:(i + 1) * d_k]
+    return out
+
+
+def swap_in_place(concat, i, j, h):
+    d_k = concat.shape[-1] // h
+    keep = concat[..., i * d_k:(i + 1) * d_k].clone()
+    concat.data[..., i * d_k:(i + 1) * d_k] = concat[..., j * d_k:(j + 1) * d_k]
+    concat.data[..., j * d_k:(j + 1) * d_k] = keep
+    return concat * 1
+
+
+FAILS = ["undoes_split", "per_token"]
+RIGHT_NEW = [(check_merge_bug, {"fails": FAILS, "fixed": merge_fixed}),
+             (check_merge_bug, {"fails": ("per_token", "undoes_split"), "fixed": merge_reference}),
+             (check_swap_heads, swap_ref),
+             (check_swap_heads, lambda c, i, j, h: torch.cat([c[..., (j if t == i else i if t == j else t) * (c.shape[-1] // h):][..., :c.shape[-1] // h]
+                                                               for t in range(h)], -1))]
+NOT_DONE_NEW = [(check_merge_bug, {"fails": ..., "fixed": merge_fixed}), (check_merge_bug, {"fails": FAILS, "fixed": ...})]
+WRONG_NEW = [
+    (check_merge_bug, {"fails": ["shape", *FAILS], "fixed": merge_fixed}, ["其实成立", "形状总是对的"]),
+    (check_merge_bug, {"fails": ["same_numbers", *FAILS], "fixed": merge_fixed}, "其实成立"),
+    (check_merge_bug, {"fails": ["undoes_split"], "fixed": merge_fixed}, ["漏了", "第 t 行"]),
+    (check_merge_bug, {"fails": [], "fixed": merge_fixed}, "漏了"),
+    (check_merge_bug, {"fails": ["transpose"], "fixed": merge_fixed}, "不认识"),
+    (check_merge_bug, {"fails": FAILS, "fixed": merge_heads_buggy}, ['answer["fixed"] 还不对', "transpose"]),
+    (check_merge_bug, {"fails": FAILS, "fixed": lambda x: mha.merge_heads(x)}, "不能调用现成的"),
+    (check_merge_bug, {"fails": FAILS}, "缺少键"),
+    (check_swap_heads, swap_overwrites, "变成了同一个"),
+    (check_swap_heads, lambda c, i, j, h: c[:, [j if t == i else i if t == j else t for t in range(c.shape[1])]], "token"),
+    (check_swap_heads, swap_in_place, "修改了输入"),
+    (check_swap_heads, lambda c, i, j, h: c.clone(), "结果不对"),
+    (check_swap_heads, lambda c, i, j, h: swap_ref(c, i, j, h).detach(), "梯度"),
+]
+
+
+
+# ---------------------------------------------------------------- 6.2 reworked: which properties fail, and the rescue
+def repair_ref(wrong, h):
+    B, L, d = wrong.shape
+    return wrong.view(B, h, L, d // h).transpose(1, 2).reshape(B, L, d)  # wrong holds the heads in their own order
+
+
+def _repair_no_grad(wrong, h):
+    with torch.no_grad():
+        return repair_ref(wrong, h)
+
+
+def _repair_in_place(wrong, h):
+    wrong.data.add_(1.0)  # changes the caller's tensor
+    return repair_ref(wrong, h) - 1.0
+
+
+RIGHT_REPAIR = answers_for(check_merge_bug_repair, [
+    {"fails": FAILS, "repair": repair_ref},
+    {"fails": ("per_token", "undoes_split"), "repair": lambda w, h: mha.merge_heads(w.view(w.shape[0], h, w.shape[1], -1))},
+    {"fails": FAILS, "repair": lambda w, h: merge_fixed(w.reshape(w.shape[0], h, w.shape[1], -1))},
+    {"fails": FAILS, "repair": lambda w, h: repair_ref(w.double(), h)},
+])
+NOT_DONE_REPAIR = answers_for(check_merge_bug_repair, [{"fails": ..., "repair": repair_ref}, {"fails": FAILS, "repair": ...}])
+WRONG_REPAIR = mistakes_for(check_merge_bug_repair, [
+    ({"fails": ["shape", *FAILS], "repair": repair_ref}, "其实成立"),
+    ({"fails": ["per_token"], "repair": repair_ref}, "漏了"),
+    ({"fails": FAILS, "repair": lambda w, h: w}, "wrong 本身"),
+    ({"fails": FAILS, "repair": lambda w, h: mha.merge_heads(mha.split_heads(w, h))}, "wrong 本身"),
+    ({"fails": FAILS, "repair": lambda w, h: mha.split_heads(w, h).reshape(w.shape)}, "读成了 (B, L, h, d_k)"),
+    ({"fails": FAILS, "repair": lambda w, h: w.view(w.shape[0], h, w.shape[1], -1).transpose(1, 2).view(w.shape)},
+     "忘了 .contiguous()"),
+    ({"fails": FAILS, "repair": lambda w, h: w.view(w.shape[0], h, w.shape[1], -1).transpose(1, 2)}, "形状应该是"),
+    ({"fails": FAILS, "repair": lambda w, h: repair_ref(w, h) * 1.001}, "数值不对"),
+    ({"fails": FAILS, "repair": _repair_no_grad}, "不能求梯度"),
+    ({"fails": FAILS, "repair": _repair_in_place}, ["修改了输入", "参数 wrong"]),
+    ({"fails": FAILS}, "缺少键"),
+])
+
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_NEW, WRONG_REPAIR)
+test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_REPAIR)
+test_new_stubs_are_not_done = not_done_answers(NOT_DONE_NEW, NOT_DONE_REPAIR)
+
+
+def test_repair_that_prints_with_mha_fmt_passes(capsys):
+    def printing(w, h):
+        print(mha.fmt(w[0, 0, :3], 2))  # debugging prints with the book's own helper are allowed
+        return repair_ref(w, h)
+    ok, last = verdict_allowing_prints(capsys, check_merge_bug_repair, {"fails": FAILS, "repair": printing})
+    assert ok is True and "✅" in last, last
+
+
+def test_results_registry_lists_chapter():
+    assert set(results("ch06")) == {"6.1", "6.2", "6.3"}

@@ -1,0 +1,310 @@
+"""Exercise checkers of chapter 07, table-driven: right answers in every style pass; every wrong, forbidden
+or broken answer gets a verdict that names what happened (never the checker's own error). The stub answers
+of these exercises are the generic ones; they, and the generic garbage, are tried in
+tests/checkers/test_exercises_common.py."""
+import math
+
+import numpy as np
+import torch
+
+import mha
+from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
+from mha.course.exercises import check_concat_from_output, check_output_without_head, check_w_o_params_dv
+from mha.course.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
+from mha.course.exercises import check_remove_head
+
+RIGHT = 512 * 512 + 512
+
+
+# ---------------------------------------------------------------- 7.1
+RIGHT_7_1 = answers_for(check_w_o_params, [
+    RIGHT, 262656.0, np.int64(RIGHT), np.int32(RIGHT), np.float64(RIGHT), torch.tensor(RIGHT), torch.tensor(262656.0),
+    np.array(RIGHT), sum(p.numel() for p in torch.nn.Linear(512, 512).parameters()),
+])
+
+WRONG_7_1 = mistakes_for(check_w_o_params, [
+    (512 * 512, "忘了 bias"),
+    (np.int64(512 * 512), "忘了 bias"),
+    (8 * 64 * 64, "每个头各自一块"),
+    (64 * 64, "每个头各自一块"),
+    (4 * RIGHT, "W_q、W_k、W_v"),
+    (3 * RIGHT, "W_q、W_k、W_v"),
+    (12345, "提示"),
+    # one rule for numbers: not an integer -> named
+    (262656.5, "应该是整数，却是 262656.5"),
+    (True, "布尔值"),
+    ("262656", "收到了 str"),
+    ((262656,), "收到了 tuple"),
+    ([1, 2], "收到了 list"),
+    (math.nan, "应该是整数"),
+    (math.inf, "应该是整数"),
+    (torch.tensor([RIGHT, 1]), "收到了 Tensor"),
+])
+
+
+# ---------------------------------------------------------------- 7.2
+def merge(heads):
+    B, h, L, d_k = heads.shape
+    return heads.transpose(1, 2).contiguous().view(B, L, h * d_k)  # (B, L, d_model)
+
+
+def output_reference(heads, W_o):
+    return W_o(merge(heads))  # (B, L, d_model)
+
+
+def output_loop(heads, W_o):
+    return W_o(torch.cat([heads[:, i] for i in range(heads.shape[1])], dim=-1))
+
+
+def output_float64_inside(h, linear):  # renamed arguments, float64 inside
+    concat = h.permute(0, 2, 1, 3).reshape(h.shape[0], h.shape[2], -1).double()
+    return (concat @ linear.weight.double().T + linear.bias.double()).float()
+
+
+RIGHT_7_2 = answers_for(check_output_from_heads, [
+    output_reference,
+    output_loop,
+    output_float64_inside,
+    lambda heads, W_o: merge(heads) @ W_o.weight.T + W_o.bias,
+    lambda heads, W_o: torch.einsum("bhld,ohd->blo", heads, W_o.weight.view(W_o.out_features, heads.shape[1], -1)) + W_o.bias,
+    lambda heads, W_o: output_reference(heads, W_o).double(),  # a float64 answer
+])
+
+
+def _mutating(heads, W_o):
+    heads.mul_(2)
+    return W_o(merge(heads))
+
+
+def _mutating_weight(heads, W_o):
+    W_o.weight.data.mul_(1.0).add_(1.0)
+    return W_o(merge(heads))
+
+
+def _transposing_in_place(heads, W_o):
+    x = heads.transpose_(1, 2)
+    return W_o(x.reshape(x.shape[0], x.shape[1], -1))
+
+
+def _no_grad(heads, W_o):
+    with torch.no_grad():
+        return W_o(merge(heads))
+
+
+def _no_return(heads, W_o):
+    W_o(merge(heads))
+
+
+WRONG_7_2 = mistakes_for(check_output_from_heads, [
+    # named mistakes
+    (lambda heads, W_o: merge(heads), "少了最终 Linear W^O"),
+    (lambda heads, W_o: merge(heads) @ W_o.weight + W_o.bias, "没有转置"),
+    (lambda heads, W_o: merge(heads).double() @ W_o.weight.double() + W_o.bias.double(), "没有转置"),
+    (lambda heads, W_o: merge(heads) @ W_o.weight.T, "少了 bias"),
+    (lambda heads, W_o: W_o(heads.reshape(heads.shape[0], heads.shape[2], -1)), "没有先 transpose"),
+    (lambda heads, W_o: heads, "分头的形状"),
+    (lambda heads, W_o: W_o(merge(heads)) * 2, "数值不对"),
+    # forbidden shortcuts
+    (lambda heads, W_o: W_o(mha.merge_heads(heads)), "这道题要你自己实现，不能调用现成的 mha.steps.merge_heads"),
+    (lambda heads, W_o: mha.project(merge(heads), W_o), "不能调用现成的 mha.steps.project"),
+    # inputs must not change
+    (_mutating, "修改了输入：原地改动了传进来的参数 heads"),
+    (_transposing_in_place, "修改了输入：原地改动了传进来的参数 heads"),
+    (_mutating_weight, "修改了输入：原地改动了传进来的参数 W_o.weight"),
+    # no gradient
+    (_no_grad, "不能求梯度"),
+    (lambda heads, W_o: W_o(merge(heads.detach())), "梯度传不到 heads"),
+    (lambda heads, W_o: merge(heads) @ W_o.weight.detach().T + W_o.bias, "梯度传不到 W_o.weight"),
+    (lambda heads, W_o: torch.tensor(output_reference(heads, W_o).tolist()), "不能求梯度"),
+    # broken answers, each named
+    (_no_return, "返回了 None"),
+    (raise_value_error, "ValueError: boom"),
+    (lambda heads: heads, "TypeError"),
+    (lambda heads, W_o: torch.full_like(output_reference(heads, W_o), math.nan), "NaN"),
+    (lambda heads, W_o: output_reference(heads, W_o)[0], "形状应该是"),
+    (lambda heads, W_o: W_o(heads), "RuntimeError"),
+    (lambda heads, W_o: (output_reference(heads, W_o), heads), "tuple"),
+    (lambda heads, W_o: output_reference(heads, W_o).long(), "dtype"),
+    (lambda heads, W_o: output_reference(heads, W_o).tolist(), "应该是 torch.Tensor"),
+    ("W_o", "callable"),
+    (42, "callable"),
+])
+
+
+# ---------------------------------------------------------------- 7.3
+def contributions_reference(heads, W_o):
+    d_k = heads.shape[-1]
+    W_O = W_o.weight.T  # (d_model, d_model), the W^O of the formula
+    parts = [heads[:, i] @ W_O[i * d_k:(i + 1) * d_k] for i in range(heads.shape[1])]  # each (B, L, d_model)
+    return torch.stack(parts, dim=1)  # (B, h, L, d_model)
+
+
+def contributions_einsum(heads, W_o):
+    B, h, L, d_k = heads.shape
+    blocks = W_o.weight.view(-1, h, d_k)  # (d_model, h, d_k): column block i is W^O_i transposed
+    return torch.einsum("bhld,ohd->bhlo", heads, blocks)
+
+
+def contributions_float64(x, layer):  # renamed arguments, a float64 answer
+    d_k = x.shape[-1]
+    W_O = layer.weight.T.double()
+    return torch.stack([x[:, i].double() @ W_O[i * d_k:(i + 1) * d_k] for i in range(x.shape[1])], dim=1)
+
+
+RIGHT_7_3 = answers_for(check_head_contributions, [
+    contributions_reference,
+    contributions_einsum,
+    contributions_float64,
+    lambda heads, W_o: heads @ W_o.weight.T.reshape(heads.shape[1], heads.shape[3], -1),
+])
+
+
+def _rows(heads, W_o):
+    d_k = heads.shape[-1]
+    return torch.stack([heads[:, i] @ W_o.weight[i * d_k:(i + 1) * d_k] for i in range(heads.shape[1])], dim=1)
+
+
+def _same_block(heads, W_o):
+    d_k = heads.shape[-1]
+    return torch.stack([heads[:, i] @ W_o.weight.T[:d_k] for i in range(heads.shape[1])], dim=1)
+
+
+def _via_merge(heads, W_o):
+    contributions_reference(heads, W_o)
+    mha.merge_heads(heads)
+    return contributions_reference(heads, W_o)
+
+
+def _mutating_contributions(heads, W_o):
+    heads[:, 0] = 0
+    return contributions_reference(heads, W_o)
+
+
+def _no_grad_contributions(heads, W_o):
+    with torch.no_grad():
+        return contributions_reference(heads, W_o)
+
+
+WRONG_7_3 = mistakes_for(check_head_contributions, [
+    (lambda heads, W_o: contributions_reference(heads, W_o) + W_o.bias, "都加了 bias"),
+    (_rows, "行块"),
+    (_same_block, "同一块"),
+    (lambda heads, W_o: contributions_reference(heads, W_o).sum(dim=1), "加起来之后"),
+    (lambda heads, W_o: contributions_reference(heads, W_o).transpose(1, 2), "头的轴应该在第 1 维"),
+    (lambda heads, W_o: contributions_reference(heads, W_o) * 2, "数值不对"),
+    (_via_merge, "不能调用现成的 mha.steps.merge_heads"),
+    (_mutating_contributions, "修改了输入：原地改动了传进来的参数 heads"),
+    (_no_grad_contributions, "不能求梯度"),
+    (lambda heads, W_o: contributions_reference(heads.detach(), W_o), "梯度传不到 heads"),
+    (lambda heads, W_o: contributions_reference(heads, W_o).detach().requires_grad_(), "梯度传不到 heads"),
+    (lambda heads, W_o: None, "返回了 None"),
+    (raise_value_error, "ValueError: boom"),
+    (lambda heads, W_o: torch.full_like(contributions_reference(heads, W_o), math.nan), "NaN"),
+    (lambda heads, W_o: contributions_reference(heads, W_o)[:, :1], "形状应该是"),
+    (lambda heads, W_o: [contributions_reference(heads, W_o)], "应该是 torch.Tensor"),
+    (lambda heads, W_o: contributions_reference(heads, W_o).int(), "dtype"),
+    ("W_o", "callable"),
+])
+
+# ---------------------------------------------------------------- the reworked 7.1 (d_v), 7.2 (back to the concat), 7.3 (a head off)
+def _off(heads, W_o, i):
+    x = heads.clone()
+    x[:, i] = 0
+    B, h, L, d = x.shape
+    return W_o(x.transpose(1, 2).reshape(B, L, h * d))
+
+
+def _minus_contribution(heads, W_o, i):
+    B, h, L, d = heads.shape
+    return W_o(heads.transpose(1, 2).reshape(B, L, h * d)) - heads[:, i] @ W_o.weight.T[i * d:(i + 1) * d]
+
+
+RIGHT_NEW = [(check_w_o_params_dv, 131584), (check_w_o_params_dv, 131584.0),
+             (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight).T),
+             (check_concat_from_output, lambda out, W: torch.linalg.solve(W.weight, (out - W.bias).unsqueeze(-1)).squeeze(-1)),
+             (check_output_without_head, _off), (check_output_without_head, _minus_contribution)]
+WRONG_NEW = [
+    (check_w_o_params_dv, 512 * 512 + 512, "nn.Linear(256, 512)"),
+    (check_w_o_params_dv, 256 * 512, "忘了 bias"),
+    (check_w_o_params_dv, 256 * 512 + 256, "偏置的个数"),
+    (check_w_o_params_dv, 32 * 512 + 512, "一个头"),
+    (check_w_o_params_dv, 7, "不对"),
+    (check_concat_from_output, lambda out, W: out @ torch.linalg.inv(W.weight).T, "减去偏置"),
+    (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight), "转置错了"),
+    (check_concat_from_output, lambda out, W: (out - W.bias) @ W.weight, "逆"),
+    (check_concat_from_output, lambda out, W: out, "数值不对"),
+    (check_concat_from_output, lambda out, W: out.sub_(W.bias) @ torch.linalg.inv(W.weight).T, "原地改动了传进来的参数 out"),
+    (check_output_without_head, lambda heads, W, i: _off(heads, W, i) - W.bias, "偏置也被去掉了"),
+    (check_output_without_head, lambda heads, W, i: _off(heads, W, heads.shape[1] - 1 - i), "关掉的是头"),
+    (check_output_without_head, lambda heads, W, i: _off(heads, W, i).detach(), "梯度"),
+    (check_output_without_head, lambda heads, W, i: _off(heads.detach(), W, i) * 0 + 1, "结果不对"),
+]
+
+
+# ---------------------------------------------------------------- 7.3 as the book asks it now: only out and head_i are known
+def _w_o_block(W_o, head_i, i):
+    d_v = head_i.shape[-1]
+    return W_o.weight.T[i * d_v:(i + 1) * d_v]  # W^O_i   (d_v, d_model)
+
+
+def remove_by_block(out, head_i, W_o, i):
+    return out - head_i @ _w_o_block(W_o, head_i, i)
+
+
+def remove_by_columns(out, head_i, W_o, i):  # the columns of W_o.weight, then F.linear without bias
+    d_v = head_i.shape[-1]
+    return out - torch.nn.functional.linear(head_i, W_o.weight[:, i * d_v:(i + 1) * d_v])
+
+
+def remove_by_zero_padding(out, head_i, W_o, i):  # put head_i alone into a zero concat, pass it through W^O
+    h = W_o.in_features // head_i.shape[-1]
+    alone = torch.zeros(*head_i.shape[:-1], h, head_i.shape[-1])
+    alone = torch.cat([alone[..., :i, :], head_i.unsqueeze(-2), alone[..., i + 1:, :]], dim=-2).flatten(-2)
+    _ = mha.fmt(alone[0, 0, :3], 2)  # the book's helpers are allowed
+    return out - (W_o(alone) - W_o.bias)
+
+
+def remove_float64(out, head_i, W_o, i):
+    return (out.double() - head_i.double() @ _w_o_block(W_o, head_i, i).double())
+
+
+RIGHT_7_3_NOW = answers_for(check_remove_head, [remove_by_block, remove_by_columns, remove_by_zero_padding, remove_float64])
+
+
+def _remove_detached_weight(out, head_i, W_o, i):
+    return out - head_i @ _w_o_block(W_o, head_i, i).detach()
+
+
+def _remove_mutating(out, head_i, W_o, i):
+    out -= head_i.detach() @ _w_o_block(W_o, head_i, i).detach()
+    return out.clone()
+
+
+def _remove_next_block(out, head_i, W_o, i):
+    h = W_o.in_features // head_i.shape[-1]
+    return remove_by_block(out, head_i, W_o, (i + 1) % h)
+
+
+WRONG_7_3_NOW = mistakes_for(check_remove_head, [
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i) - W_o.bias, "偏置也被减掉了"),
+    (lambda out, head_i, W_o, i: out + head_i @ _w_o_block(W_o, head_i, i), "符号反了"),
+    (lambda out, head_i, W_o, i: head_i @ _w_o_block(W_o, head_i, i), "头 0 自己的贡献"),
+    (lambda out, head_i, W_o, i: out.clone(), "输出没有变"),
+    (_remove_next_block, "W^O 的第 1 块"),
+    # the row block of W_o.weight (the stored transpose): torch's own error is quoted
+    (lambda out, head_i, W_o, i: out - head_i @ W_o.weight[i * 5:(i + 1) * 5], "运行时抛出了 RuntimeError: The size of tensor a (6)"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i) * 1.5, "结果不对"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i)[..., :-1], "形状应该是"),
+    (_remove_detached_weight, "梯度传不到 W_o.weight"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i.detach(), W_o, i), "梯度传不到 head_i"),
+    (lambda out, head_i, W_o, i: remove_by_block(out, head_i, W_o, i).int(), "dtype"),
+    (_remove_mutating, "修改了输入：原地改动了传进来的参数 out"),
+    (lambda out, head_i, W_o: out, "参数和题目给的不一样"),
+])
+
+test_right_answers_pass = right_answers(RIGHT_7_1, RIGHT_7_2, RIGHT_7_3, RIGHT_NEW, RIGHT_7_3_NOW)
+test_wrong_answers_are_named = wrong_answers(WRONG_7_1, WRONG_7_2, WRONG_7_3, WRONG_NEW, WRONG_7_3_NOW)
+
+
+def test_results_registry_lists_chapter():
+    assert set(results("ch07")) == {"7.1", "7.2", "7.3"}

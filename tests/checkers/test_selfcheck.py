@@ -1,0 +1,370 @@
+"""The self-checks in the pages (mha.course.selfcheck): well-formed, computed, agreeing with the checkers, in the notebooks.
+
+* every chapter 1-10 has one, at least 15 exercises in all; every multiple-choice question has
+  exactly one right option and every option a feedback that says right/wrong and why;
+* the right answers agree with the notebook checkers of mha.course.exercises (the checker accepts the
+  right option and rejects every wrong one), and with the lecture's formulas;
+* the display data is deterministic and leaves the notebook's random state alone;
+* each notebook shows the self-check next to its exercise (input removed on the site), with
+  the stored output that mha.course.selfcheck renders now; every coding exercise says, next to its
+  stub, that it is done in Colab or a local Jupyter;
+* the Colab setup cell installs the jupyterquiz that requirements.txt pins.
+"""
+from __future__ import annotations
+
+import ast
+import html
+import json
+import pathlib
+import random
+import re
+
+import pytest
+import torch
+
+import mha.course.selfcheck as sc
+from mha.course import exercises as ex
+from mha.course.exercises import ch02, ch05, ch09, ch10
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+import setup_cell
+
+NOTE = "在 Colab 或本地 Jupyter 中完成"  # said once per chapter, before its first exercise
+CHAPTERS = {int(p.name[:2]): p for p in sorted((ROOT / "book").glob("[01][0-9]_*.ipynb")) if int(p.name[:2]) <= 10}
+
+
+def chapter_of(exercise_id: str) -> int:
+    return int(exercise_id.split(".")[0])
+
+
+def label(answer: dict) -> str:
+    return html.unescape(answer.get("code") or answer["answer"])
+
+
+def value_of(answer: dict):
+    """The Python value behind a multiple-choice option's text, e.g. "(2, 7, 12)" -> (2, 7, 12)."""
+    return ast.literal_eval(label(answer))
+
+
+def options(question: dict) -> list:
+    return [(a, a["correct"]) for a in question["answers"]]
+
+
+def right(question: dict):
+    return next(a for a in question["answers"] if a.get("correct"))
+
+
+def passes(check, answer, capsys) -> bool:
+    ok = check(answer, record=False)
+    capsys.readouterr()  # the checker's one-line verdict
+    return ok
+
+
+# ---------------------------------------------------------------- coverage and form
+def test_every_chapter_1_to_10_has_a_self_check_and_15_in_all():
+    per_chapter = {n: [e for e in sc.EXERCISES if chapter_of(e) == n] for n in range(1, 11)}
+    assert all(per_chapter.values()), {n: e for n, e in per_chapter.items() if not e}
+    assert len(sc.EXERCISES) >= 15, sc.EXERCISES
+    assert set(sc.EXERCISES) <= {eid for ch in range(1, 11) for eid in ex.results(f"ch{ch:02d}")}
+
+
+@pytest.mark.parametrize("exercise_id", sc.EXERCISES)
+def test_questions_are_well_formed(exercise_id):
+    for q in sc.questions(exercise_id):
+        assert q["question"] and q["type"] in ("multiple_choice", "numeric")
+        if q["type"] == "multiple_choice":
+            assert len(q["answers"]) >= 3
+            assert sum(a["correct"] for a in q["answers"]) == 1, q["question"]
+            labels = [label(a) for a in q["answers"]]
+            assert len(set(labels)) == len(labels), labels
+            for a in q["answers"]:
+                assert a["feedback"].startswith(sc.RIGHT if a["correct"] else sc.WRONG), a
+                assert len(a["feedback"]) > len(sc.WRONG) + 5, "every option explains itself"
+        else:
+            first, default = q["answers"][0], q["answers"][-1]
+            assert first["type"] == "value" and first["correct"] and first["feedback"].startswith(sc.RIGHT)
+            assert default["type"] == "default" and default["feedback"].startswith(sc.WRONG)
+            wrong = [a for a in q["answers"] if a["type"] == "value" and not a["correct"]]
+            assert wrong and all(a["feedback"].startswith(sc.WRONG) for a in wrong)
+            assert "按回车" in q["question"]
+        assert "$" not in json.dumps(q, ensure_ascii=False), "no TeX: jupyterquiz would hand it to MathJax"
+
+
+def test_the_right_option_is_not_always_in_the_same_place():
+    places = {[a["correct"] for a in q["answers"]].index(True)
+              for e in sc.EXERCISES for q in sc.questions(e) if q["type"] == "multiple_choice"}
+    assert len(places) >= 3, places
+
+
+# ---------------------------------------------------------------- agreement with the checkers
+def _choices(exercise_id: str, index: int = 0):
+    q = [q for q in sc.questions(exercise_id)][index]
+    return [(value_of(a), a["correct"]) for a in q["answers"]]
+
+
+@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape_cross), ("5.1", ex.check_scores_shape),
+                                                ("7.1", ex.check_w_o_params)])
+def test_single_value_answers_agree_with_the_checker(exercise_id, check, capsys):
+    q = sc.questions(exercise_id)[0]
+    if q["type"] == "numeric":
+        values = [(a["value"], a["correct"]) for a in q["answers"] if a["type"] == "value"]
+    else:
+        values = _choices(exercise_id)
+    for value, correct in values:
+        assert passes(check, value, capsys) == correct, value
+
+
+def test_changed_positions_agree_with_the_checker(capsys):
+    kv = [v for v, ok in _choices("1.2", 0) if ok][0]
+    q = [v for v, ok in _choices("1.2", 1) if ok][0]
+    for value, correct in _choices("1.2", 0):
+        assert passes(ex.check_changed_positions_cross, {"change_kv": value, "change_q": q}, capsys) == correct, value
+    for value, correct in _choices("1.2", 1):
+        assert passes(ex.check_changed_positions_cross, {"change_kv": kv, "change_q": value}, capsys) == correct, value
+
+
+def test_variances_agree_with_the_checker(capsys):
+    raw_q, scaled_q = sc.questions("5.2")
+    raw, scaled = right(raw_q)["value"], right(scaled_q)["value"]
+    assert (raw, scaled) == (ch05.VARIANCE_D_K, 1)
+    for q, pair in ((raw_q, lambda v: (v, scaled)), (scaled_q, lambda v: (raw, v))):
+        for a in q["answers"]:
+            if a["type"] == "value":
+                assert passes(ex.check_dot_product_variance, pair(a["value"]), capsys) == a["correct"], a
+            if a["type"] == "range":  # the quiz accepts what the checker accepts, and no more
+                low, high = a["range"]
+                truth = right(q)["value"]
+                assert (low, high) == pytest.approx((truth * (1 - ch05.VARIANCE_RTOL), truth * (1 + ch05.VARIANCE_RTOL)))
+                assert passes(ex.check_dot_product_variance, pair(low + (high - low) * 0.9), capsys)
+                assert not passes(ex.check_dot_product_variance, pair(high * 1.02), capsys)
+
+
+def test_concat_shapes_agree_with_the_checker(capsys):
+    t = [v for v, ok in _choices("6.1", 0) if ok][0]
+    concat = [v for v, ok in _choices("6.1", 1) if ok][0]
+    for value, correct in _choices("6.1", 0):
+        assert passes(ex.check_concat_shapes, (value, concat), capsys) == correct, value
+    for value, correct in _choices("6.1", 1):
+        assert passes(ex.check_concat_shapes, (t, value), capsys) == correct, value
+
+
+_BLOCK_LABEL = re.compile(r"Q = (?:K = V = )?(\w+)(?:，K = V = (\w+))?；掩码：(.+)")
+
+
+def _block_choice(text: str) -> tuple:
+    q, kv, mask = _BLOCK_LABEL.fullmatch(text).groups()
+    return q, kv or q, None if mask == "不用掩码" else mask
+
+
+def _block_fn(choices: dict):
+    """A student answer to 2.3 that picks ``choices[block] = (query, key/value, mask expression)``."""
+    def block_inputs(block, enc_x, dec_x, dec_h, enc_out, masks):
+        tensors = {"enc_x": enc_x, "dec_x": dec_x, "dec_h": dec_h, "enc_out": enc_out}
+        q, kv, mask = choices[block]
+        Lq, Sk = tensors[q].shape[1], tensors[kv].shape[1]
+        m = None
+        for name in (mask or "").split(" & ") if mask else []:
+            part = torch.ones(Lq, Sk, dtype=torch.bool).tril() if name == "causal" else masks[name]
+            m = part if m is None else m & part
+        return tensors[q], tensors[kv], tensors[kv], m
+    return block_inputs
+
+
+def test_block_choices_agree_with_the_checker(capsys):
+    questions = dict(zip(ch02.BLOCKS, sc.questions("2.3")))
+    truth = {b: _block_choice(label(right(q))) for b, q in questions.items()}
+    assert passes(ex.check_block_inputs, _block_fn(truth), capsys)
+    for block, q in questions.items():
+        for a in q["answers"]:
+            if not a["correct"]:
+                assert not passes(ex.check_block_inputs, _block_fn({**truth, block: _block_choice(label(a))}), capsys), a
+
+
+def test_padding_mask_choice_agrees_with_the_checker(capsys):
+    (q,) = sc.questions("9.1")
+    ids, pad_id = ch09.PADDING_CASES[0]
+    B, S = torch.tensor(ids).shape
+    make = {(B, 1, 1, S, "bool"): lambda t, p: (t != p)[:, None, None, :],
+            (B, S, "bool"): lambda t, p: t != p,
+            (B, 1, 1, S, "int64"): lambda t, p: (t != p)[:, None, None, :].long(),
+            (B, 1, S, 1, "bool"): lambda t, p: (t != p)[:, None, :, None]}
+    for a in q["answers"]:
+        shape, dtype = re.fullmatch(r"形状 (\(.*\))，dtype (\w+)", label(a)).groups()
+        fn = make[(*ast.literal_eval(shape), dtype)]
+        assert passes(ex.check_padding_mask, fn, capsys) == a["correct"], label(a)
+
+
+def test_window_mask_choice_agrees_with_the_checker(capsys):
+    """Each option of 10.1's self-check, made into a window function, passes the checker iff it is the right one."""
+    (q,) = sc.questions("10.1")
+    L, w = 5, 2
+
+    def band(lo, hi):
+        def fn(n, width):
+            d = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+            return (d >= lo(n, width)) & (d <= hi(n, width))
+        return fn
+    makers = [band(lambda n, k: -(k - 1), lambda n, k: 0), band(lambda n, k: -(n - 1), lambda n, k: 0),
+              band(lambda n, k: -k, lambda n, k: 0), band(lambda n, k: -(k - 1), lambda n, k: k - 1)]
+    for a in q["answers"]:
+        shown = torch.tensor([[int(v) for v in row.split()] for row in label(a).splitlines()])
+        (fn,) = [m for m in makers if torch.equal(m(L, w).long(), shown)]
+        assert passes(ex.check_window_mask, fn, capsys) == a["correct"], label(a)
+
+
+def test_decoder_row_choice_agrees_with_the_checker(capsys):
+    """10.2's self-check: the right row is the checker's answer key; each wrong row is a mistake the checker names."""
+    (q,) = sc.questions("10.2")
+    ids, pad_id = ch10.DECODER_CASES[0]
+    L = len(ids[0])
+    tril = torch.ones(L, L, dtype=torch.bool).tril()
+    rows = {str(a["code"]): a["correct"] for a in q["answers"]}
+    key = torch.tensor(ids[0]) != pad_id
+    truth = (key[None, :] & tril)[3].int().tolist()
+    assert rows[str(truth)] is True and sum(rows.values()) == 1
+    length = key.int().cumprod(0).bool()
+    assert rows[str((length[None, :] & tril)[3].int().tolist())] is False  # cut at the first PAD
+    assert rows[str(tril[3].int().tolist())] is False                      # causal only
+    assert passes(ex.check_decoder_mask, lambda t, p: (t != p)[:, None, None, :]
+                  & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril(), capsys)
+    assert not passes(ex.check_decoder_mask, lambda t, p: t.ne(p).int().cumprod(-1).bool()[:, None, None, :]
+                      & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril(), capsys)
+
+
+def test_cache_step_choice_agrees_with_the_checker(capsys):
+    (q,) = sc.questions("10.4")
+    mask = lambda L, S: torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)  # noqa: E731
+    for a in q["answers"]:
+        answer = {"buggy_sees": ast.literal_eval(html.unescape(a["code"])), "mask": mask}
+        assert passes(ex.check_cache_step_mask, answer, capsys) == a["correct"], label(a)
+
+
+def _truths(exercise_id):
+    return [value_of(right(q)) if q["type"] == "multiple_choice" else right(q)["value"] for q in sc.questions(exercise_id)]
+
+
+def test_shape_answers_match_the_lecture_formulas():
+    assert _truths("3.1") == [(2, 6, 512)]  # K′ in cross-attention: (B, S, d_model)
+    assert _truths("4.1") == [(2, 8, 4, 64)]
+    assert _truths("8.1") == [(3, 3, 5, 4), (3, 3, 5, 7), (3, 5, 12)]  # (B, h, L, d_k), (B, h, L, S), (B, L, d_model)
+    assert _truths("9.3") == [(1, 2, 4, 4), (1, 4, 8), (1, 4, 6)]  # (B, h, L, d_v), (B, L, h d_v), (B, L, d_model)
+    assert _truths("10.3") == [(4, 1, 1, 11), (4, 8, 7, 11), (4, 7, 64)]  # (B, 1, 1, S), (B, h, L, S), (B, L, d_model)
+
+
+def test_counts_match_the_formula():
+    d = 512
+    count, change = sc.questions("3.2")
+    assert right(count)["value"] == 4 * (d * d + d)
+    assert label(right(change)) == "不变"
+    assert _truths("7.1") == [d * d + d]
+
+
+def test_the_claims_in_the_feedback_are_computed():
+    """1.2 says a causal mask changes only positions k..L-1; 5.2 says a measurement agrees with the formula."""
+    from mha import MultiHeadAttention, causal_mask
+
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        assert sc.changed_positions(MultiHeadAttention(4, 2).eval(), 6, 2, mask=causal_mask(6)) == [2, 3, 4, 5]
+        assert abs(sc.measured_variance(256) / 256 - 1) < 0.05
+        assert abs(sc.measured_variance(256, scale=True) - 1) < 0.05
+
+
+# ---------------------------------------------------------------- display data
+def test_bundles_are_deterministic_and_leave_random_state_alone():
+    random.seed(123)
+    torch.manual_seed(123)
+    state, torch_state = random.getstate(), torch.get_rng_state()
+    first = sc.bundles("5.2")
+    assert random.getstate() == state and torch.equal(torch.get_rng_state(), torch_state)
+    assert sc.bundles("5.2") == first
+
+
+@pytest.mark.parametrize("exercise_id", sc.EXERCISES)
+def test_bundle_is_a_closed_container_and_its_script(exercise_id):
+    page, script = sc.bundles(exercise_id)
+    cid = sc.container_id(exercise_id)
+    assert cid.isidentifier()
+    assert re.match(rf'<div id="{cid}"[^>]*></div><style>', page["text/html"])
+    assert page["text/html"].count("<div") == page["text/html"].count("</div>") == 1
+    js = script["application/javascript"]
+    assert f"show_questions(questions{cid}, {cid})" in js
+    assert f"var questions{cid}=" + json.dumps(sc.questions(exercise_id)) in js
+    assert "网页自测" in page["text/plain"]
+    for english, chinese in sc.UI_WORDS.items():  # jupyterquiz's interface words, said in Chinese
+        assert english not in js and f'"{chinese}"' in js, english
+
+
+def test_a_jupyterquiz_that_changed_its_words_is_named():
+    with pytest.raises(RuntimeError, match="Type numeric answer here"):
+        sc._in_chinese('lab.innerHTML = "Type your answer here:"; "Incorrect -- try again."; "Correct!"')
+
+
+# ---------------------------------------------------------------- the notebooks
+def _src(cell) -> str:
+    return "".join(cell["source"])
+
+
+def _exercise_blocks(cells):
+    """{exercise id: the cells from its "### 练习" heading up to the next heading}."""
+    blocks, current = {}, None
+    for cell in cells:
+        if cell["cell_type"] == "markdown" and _src(cell).startswith("#"):
+            m = re.match(r"### 练习 (\d+\.\d+)", _src(cell))
+            current = m.group(1) if m else None
+            if current:
+                blocks[current] = []
+        if current:
+            blocks[current].append(cell)
+    return blocks
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS), ids=lambda n: CHAPTERS[n].name)
+def test_notebook_shows_its_self_checks_next_to_the_exercises(chapter):
+    path = CHAPTERS[chapter]
+    blocks = _exercise_blocks(json.loads(path.read_text(encoding="utf-8"))["cells"])
+    mine = [e for e in sc.EXERCISES if chapter_of(e) == chapter]
+    assert mine, f"{path.name}: no self-check"
+    for exercise_id, block in blocks.items():
+        quiz = [c for c in block if c["cell_type"] == "code" and "mha.course.selfcheck.show" in _src(c)]
+        if exercise_id not in mine:
+            assert not quiz, f"{path.name} {exercise_id}: a self-check cell for an exercise without questions"
+            continue
+        assert len(quiz) == 1 and block[1] is quiz[0], f"{path.name} {exercise_id}: the self-check comes right after the prompt"
+        cell = quiz[0]
+        assert f'mha.course.selfcheck.show("{exercise_id}")' in _src(cell)
+        assert "remove-input" in cell["metadata"].get("tags", []) and cell["metadata"].get("cellView") == "form"
+        stored = [{k: "".join(v) for k, v in o["data"].items()} for o in cell["outputs"] if o["output_type"] == "display_data"]
+        assert stored == sc.bundles(exercise_id), (
+            f"{path.name} {exercise_id}: stored self-check output is stale; re-execute the notebook")
+    assert set(mine) <= set(blocks), f"{path.name}: self-checks for missing exercises {set(mine) - set(blocks)}"
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS), ids=lambda n: CHAPTERS[n].name)
+def test_a_chapter_says_once_where_to_do_its_exercises(chapter):
+    """One note before the first exercise says where self-checks and coding exercises are done; the
+    exercises themselves do not repeat it."""
+    path = CHAPTERS[chapter]
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    first = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and _src(c).startswith("### 练习"))
+    notes = [i for i, c in enumerate(cells) if NOTE in _src(c)]
+    assert notes == [first - 1], f"{path.name}: the note comes once, right before the first exercise"
+    assert "make lab" in _src(cells[first - 1]) and "网页上自测" in _src(cells[first - 1])
+    assert not any("**网页上自测**" in _src(c) for c in cells), f"{path.name}: the self-check boilerplate is repeated"
+
+
+def test_chapter_1_says_what_the_checkers_are():
+    cells = json.loads(CHAPTERS[1].read_text(encoding="utf-8"))["cells"]
+    assert sum("学习的帮手，不是考试" in _src(c) for c in cells) == 1
+
+
+# ---------------------------------------------------------------- installation
+def test_setup_cell_and_requirements_pin_the_same_jupyterquiz():
+    import importlib.metadata as md
+
+    pin = setup_cell.pinned("jupyterquiz")
+    assert re.fullmatch(r"jupyterquiz==[\d.]+", pin)
+    assert f'"--no-deps", "{pin}", ' in setup_cell.setup_cell()["source"]
+    assert md.version("jupyterquiz") == pin.split("==")[1]
+    deps = md.requires("mha-course") or []
+    assert any(d.replace(" ", "").lower().startswith("jupyterquiz") for d in deps)
