@@ -27,7 +27,7 @@ from mha.course.page_figures._figure import InteractiveFigure, rounded, wrap
 from mha.course.page_figures.myst import FIGURE_CLASS, VegaLiteFigurePlugin, figure_html
 from mha.course.page_figures.shapes import fill, shape_trace
 from mha.course.widgets import EXAMPLE_SENTENCES, head_weights, mask_weights, score_stats, shape_steps
-from mha.course.widgets.scaling import N_KEYS, N_PAIRS
+from mha.course.figure_data.scaling import N_KEYS, N_PAIRS
 from mha.course.widgets.shapes import head_width_problem
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

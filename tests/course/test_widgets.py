@@ -12,6 +12,7 @@ import torch
 from matplotlib.figure import Figure
 
 import mha.course.widgets as W
+from mha.course.figure_data.scaling import N_QUERIES
 from mha.course.pictures.flow import flow_shapes
 
 from widget_scenarios import SCENARIOS, assert_kernel_outputs, kernel_notebook
@@ -140,7 +141,7 @@ def test_score_std_grows_like_sqrt_dk_unless_scaled(d_k):
     assert scaled["std"] == pytest.approx(1.0, rel=0.1)
     assert scaled["mean_max_weight"] < 0.35 and scaled["mean_entropy"] > 2.0  # stays spread out
     for stats in (raw, scaled):
-        assert torch.allclose(stats["weights"].sum(dim=-1), torch.ones(W.scaling.N_QUERIES), atol=1e-5)
+        assert torch.allclose(stats["weights"].sum(dim=-1), torch.ones(N_QUERIES), atol=1e-5)
 
 
 def test_softmax_gets_peaked_without_scaling():
@@ -151,11 +152,7 @@ def test_softmax_gets_peaked_without_scaling():
     assert big["entropy"] < W.score_stats(512, scaled=True)["entropy"]
 
 
-def test_scaling_view_reports_the_numbers():
-    view = W.scaling_view(256, scaled=False)
-    assert "d_k = 256，不缩放" in view.text and "≈ √256 = 16.00" in view.text
-    assert f"标准差 {view.data['std']:.2f}" in view.figure.axes[0].get_title()
-    assert f"最大 {view.data['max_weight']:.2f}" in view.figure.axes[1].get_title()
+def test_score_stats_refuse_a_bad_d_k():
     with pytest.raises(ValueError, match="d_k 必须是正整数"):
         W.score_stats(0)
 
@@ -196,7 +193,6 @@ def test_mask_view_explains_and_refuses_gently():
 @pytest.mark.parametrize("static, expected", [
     (W.shape_explorer_static, "d_k = 512 / 8 = 64"),
     (W.head_viewer_static, "第 2 个头："),
-    (W.scaling_explorer_static, "d_k = 64，除以 √d_k"),
     (W.mask_explorer_static, "You are welcome PAD"),
 ])
 def test_static_figures(static, expected, capsys):
@@ -212,7 +208,7 @@ def test_static_figures(static, expected, capsys):
 
 @pytest.mark.parametrize("view", [
     lambda: W.shape_view(8, 32, 1024, 16), lambda: W.head_view("the cat sat on the mat", 2),
-    lambda: W.scaling_view(1, False), lambda: W.mask_view("causal", 8, 10)])
+    lambda: W.mask_view("causal", 8, 10)])
 def test_every_figure_draws_its_chinese_labels(view):
     assert_glyphs_drawn(view().figure)
 
@@ -246,18 +242,6 @@ def test_head_viewer_widget(capsys):
     assert "PAD" not in capsys.readouterr().out
 
 
-def test_scaling_explorer_widget(capsys):
-    ex = W.build_scaling_explorer()
-    assert ex.last.data["std"] == pytest.approx(1, rel=0.1)
-    ex.controls["d_k"].value = 256
-    ex.controls["scaled"].value = False
-    assert ex.redraws == 3
-    assert ex.last.data["std"] == pytest.approx(16, rel=0.1)
-    assert "不缩放" in capsys.readouterr().out
-    ex.controls["scaled"].value = True
-    assert ex.last.data["std"] == pytest.approx(1, rel=0.1)
-
-
 def test_mask_explorer_widget(capsys):
     ex = W.build_mask_explorer()
     ex.controls["kind"].value = "padding"
@@ -271,7 +255,7 @@ def test_mask_explorer_widget(capsys):
 
 
 def test_explorer_functions_display_the_widget(capsys):
-    for show in (W.shape_explorer, W.head_viewer, W.scaling_explorer, W.mask_explorer):
+    for show in (W.shape_explorer, W.head_viewer, W.mask_explorer):
         assert show() is None
         assert "VBox(" in capsys.readouterr().out  # outside a kernel display() prints the repr
 

@@ -85,20 +85,6 @@ def scenario_head_viewer():
     assert labels == ex.last.data["tokens"], labels
 
 
-def scenario_scaling_explorer():
-    ex = quiet(W.build_scaling_explorer)
-    assert ex.redraws == 1 and abs(ex.last.data["std"] - 1) < 0.1, ex.last.data["std"]
-    drive(ex, d_k=512)
-    assert abs(ex.last.data["std"] - 1) < 0.1, ex.last.data["std"]
-    printed = drive(ex, scaled=False)
-    assert ex.redraws == 3, ex.redraws
-    assert abs(ex.last.data["std"] / 512 ** 0.5 - 1) < 0.1, ex.last.data["std"]
-    assert "不缩放" in printed and "标准差" in titles(ex.last.figure)[0], (printed, titles(ex.last.figure))
-    assert ex.last.data["mean_max_weight"] > 0.9, ex.last.data["mean_max_weight"]
-    drive(ex, d_k=1)
-    assert abs(ex.last.data["std"] - 1) < 0.1, ex.last.data["std"]
-
-
 def scenario_mask_explorer():
     ex = quiet(W.build_mask_explorer)
     assert ex.redraws == 1 and ex.last.data["tokens"] == ["You", "are", "welcome", "PAD"], ex.last.data
@@ -120,7 +106,7 @@ def scenario_mask_explorer():
 def scenario_figure_glyphs():
     from mha.course.pictures.cjk import required_characters
 
-    figures = [W.shape_view().figure, W.head_view().figure, W.scaling_view().figure, W.mask_view().figure]
+    figures = [W.shape_view().figure, W.head_view().figure, W.mask_view().figure]
     known = set(required_characters()) | {"\u2212", "\n"}  # the tick minus sign is in DejaVu Sans
     for fig in figures:
         bad = [s for s in figure_strings(fig) if not s.isascii() and not set(s) <= known | _dejavu()]
@@ -134,7 +120,7 @@ def _dejavu():
 
 
 def scenario_explorers_display():
-    for show in (W.shape_explorer, W.head_viewer, W.scaling_explorer, W.mask_explorer):
+    for show in (W.shape_explorer, W.head_viewer, W.mask_explorer):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             result = show()
@@ -142,21 +128,20 @@ def scenario_explorers_display():
         assert "VBox" in buf.getvalue(), f"{show.__name__} displayed nothing: {buf.getvalue()[:200]!r}"
 
 
-SCENARIOS = [scenario_shape_explorer, scenario_head_viewer, scenario_scaling_explorer, scenario_mask_explorer,
+SCENARIOS = [scenario_shape_explorer, scenario_head_viewer, scenario_mask_explorer,
              scenario_figure_glyphs, scenario_explorers_display]
 
 
 # ---------------------------------------------------------------- in a real kernel: what lands in the Output widgets
 KERNEL_CELLS = [
     "import mha.course.widgets as W\n"
-    "boxes = [W.build_shape_explorer(), W.build_head_viewer(), W.build_scaling_explorer(), W.build_mask_explorer()]\n"
+    "boxes = [W.build_shape_explorer(), W.build_head_viewer(), W.build_mask_explorer()]\n"
     "for box in boxes:\n    display(box.widget)",
     "boxes[0].controls['n_heads'].value = 3",
     "boxes[1].controls['head'].value = 2",
-    "boxes[2].controls['scaled'].value = False",
-    "boxes[3].controls['kind'].value = 'causal'",
+    "boxes[2].controls['kind'].value = 'causal'",
 ]
-KERNEL_EXPECT = ["512 不能被 3 整除", "第 2 个头：You→", "d_k = 64，不缩放", "因果掩码："]
+KERNEL_EXPECT = ["512 不能被 3 整除", "第 2 个头：You→", "因果掩码："]
 
 
 def kernel_notebook():
@@ -171,9 +156,9 @@ def output_widgets(nb) -> list[list[dict]]:
 
 def assert_kernel_outputs(nb):
     outputs = output_widgets(nb)
-    assert len(outputs) == 4, outputs
+    assert len(outputs) == 3, outputs
     texts = ["".join(o.get("text", "") for o in outs if o["output_type"] == "stream") for outs in outputs]
-    for expected, n_figures in zip(KERNEL_EXPECT, [0, 1, 1, 1]):
+    for expected, n_figures in zip(KERNEL_EXPECT, [0, 1, 1]):
         matches = [i for i, text in enumerate(texts) if expected in text]
         assert len(matches) == 1, f"expected {expected!r} in exactly one Output widget, got {texts}"
         outs = outputs[matches[0]]
@@ -189,7 +174,6 @@ def bench(repeats: int = 5) -> None:
     settings = [
         (W.build_shape_explorer, [{"n_heads": 4}, {"n_heads": 8}, {"d_model": 1024, "seq_len": 32, "batch": 8}]),
         (W.build_head_viewer, [{"head": 2}, {"head": 1}, {"sentence": "the cat sat on the mat"}]),
-        (W.build_scaling_explorer, [{"d_k": 512}, {"scaled": False}, {"d_k": 1}]),
         (W.build_mask_explorer, [{"kind": "causal"}, {"padded_len": 10}, {"kind": "both"}]),
     ]
     for build, updates in settings:

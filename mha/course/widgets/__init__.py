@@ -33,8 +33,7 @@ from ._base import Explorer, View
 from .heads import (EXAMPLE_SENTENCES, build_head_viewer, head_view, head_view_all, head_viewer, head_viewer_static,
                     head_weights)
 from .masks import MASK_KINDS, build_mask_explorer, mask_explorer, mask_explorer_static, mask_view, mask_weights
-from .scaling import (D_K_CHOICES, build_scaling_explorer, scaling_compare_view, scaling_explorer,
-                      scaling_explorer_static, scaling_view, score_stats)
+from ..figure_data.scaling import D_K_CHOICES, score_stats  # chapter 5's numbers (its figure is a page figure)
 from .shapes import (build_shape_explorer, head_width_problem, shape_explorer, shape_explorer_static,
                      shape_steps, shape_view)
 
@@ -43,8 +42,6 @@ __all__ = [
     "shape_explorer", "shape_explorer_static", "build_shape_explorer", "shape_steps", "shape_view",
     "head_width_problem",
     "head_viewer", "head_viewer_static", "build_head_viewer", "head_weights", "head_view", "head_view_all", "EXAMPLE_SENTENCES",
-    "scaling_explorer", "scaling_explorer_static", "build_scaling_explorer", "score_stats", "scaling_view",
-    "scaling_compare_view",
-    "D_K_CHOICES",
+    "score_stats", "D_K_CHOICES",
     "mask_explorer", "mask_explorer_static", "build_mask_explorer", "mask_weights", "mask_view", "MASK_KINDS",
 ]

@@ -33,7 +33,7 @@ class View:
 
     Attributes:
         text: Chinese explanation (printed, never drawn inside the figure).
-        figure: a matplotlib ``Figure`` with ASCII/mathtext only, or None
+        figure: a matplotlib ``Figure`` (Chinese labels drawn with the shipped CJK subset), or None
             (e.g. for an impossible setting, which gets only a text).
         data: the numbers behind the picture (shapes, std, weights, ...).
     """
