@@ -77,8 +77,11 @@ lab: $(STAMP)
 # store_widget_state=False would be the direct way, but nbclient 0.11.0 raises KeyError
 # (nbclient/output_widget.py) on any ipywidgets.Output, which chapters 5, 8, 9, 10 display.
 NB ?= book/*.ipynb
+# The kernel loads the IPython extension mha.course.pictures.png_text: every stored PNG carries its smallest
+# text size for the browser figure test (a student's kernel loads nothing of the kind).
 EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	--ExecutePreprocessor.timeout=180 \
+	'--ExecutePreprocessor.extra_arguments=["--IPKernelApp.extensions=mha.course.pictures.png_text"]' \
 	--ClearMetadataPreprocessor.enabled=True --ClearMetadataPreprocessor.clear_cell_metadata=False \
 	$(foreach key,kernelspec language_info colab,--ClearMetadataPreprocessor.preserve_nb_metadata_mask=$(key))
 execute: $(STAMP)

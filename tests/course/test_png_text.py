@@ -1,6 +1,8 @@
 """The PNG a chapter stores carries its smallest text size (mha.course.pictures.png_text), read back by the browser tests."""
 import base64
 import io
+import subprocess
+import sys
 
 import matplotlib
 
@@ -99,3 +101,22 @@ def test_the_landing_svg_carries_its_smallest_text_in_css_px():
     assert b'<svg data-mha-smallest-text-px="10.67" ' in svg  # 8 pt = 8 * 96 / 72 CSS px at natural size
     with pytest.raises(ValueError, match="SVG"):
         png_text.svg_with_text_size(b"<html></html>", fig)
+
+
+def test_importing_the_figures_installs_nothing_and_the_extension_does():
+    """A student's kernel gets no hook; ``make execute``'s kernels load the extension (see the Makefile)."""
+    code = "\n".join([
+        "from IPython.core.interactiveshell import InteractiveShell",
+        "from matplotlib.figure import Figure",
+        "from IPython.core.pylabtools import select_figure_formats",
+        "shell = InteractiveShell.instance()",
+        "select_figure_formats(shell, {'png'})",
+        "import mha.course.pictures",
+        "measured = lambda: getattr(shell.display_formatter.formatters['image/png'].lookup_by_type(Figure), 'mha_measured', False)",
+        "print(measured(), len(shell.events.callbacks['pre_run_cell']))",
+        "shell.extension_manager.load_extension('mha.course.pictures.png_text')",
+        "print(measured(), len(shell.events.callbacks['pre_run_cell']))",
+    ])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "False" and out[2] == "True", out
+    assert int(out[3]) == int(out[1]) + 1, out

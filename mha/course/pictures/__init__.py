@@ -7,9 +7,10 @@ locally and in Colab, where no CJK font is installed. Tensor names and formulas
 stay symbols (mathtext or Unicode such as Wᴼ). A text mixing Chinese and ``$...$``
 cannot render (mathtext has no fallback): write such labels in two texts or with
 Unicode symbols. Figures are sized for a 390 px phone: ``mha.course.pictures.style.smallest_text_px``
-measures the smallest text in CSS px (tests/course/test_figure_text.py wants >= 9). Inside IPython,
-importing this package also makes every figure's stored PNG carry its smallest text size
-(:mod:`mha.course.pictures.png_text`), which tests/browser/test_browser_figures.py reads on the website's phone view.
+measures the smallest text in CSS px (tests/course/test_figure_text.py wants >= 9). Importing this
+package installs nothing in the kernel: ``make execute`` loads the IPython extension
+:mod:`mha.course.pictures.png_text` in the kernels it starts, so the PNGs the chapters store carry their
+smallest text size, which tests/browser/test_browser_figures.py reads on the website's phone view.
 """
 from .blocks import plot_attention_blocks
 from .flow import plot_flow
@@ -26,8 +27,3 @@ from .numerals import plot_block_heads, plot_head_panels, plot_head_table, plot_
 from .transformer import plot_transformer  # noqa: E402
 
 __all__ += ["cjk_font", "plot_block_heads", "plot_head_panels", "plot_head_table", "plot_loss", "plot_transformer"]
-
-# Inside IPython every figure's PNG carries its smallest text size (mha.course.pictures.png_text, read by the browser tests)
-from . import png_text  # noqa: E402
-
-png_text.install()

@@ -1,6 +1,6 @@
 """Every PNG a chapter shows carries the size of its smallest text, so the website can be measured.
 
-Inside IPython, importing ``mha.course.pictures`` wraps the inline backend's PNG formatter for matplotlib
+In the kernels ``make execute`` starts (the IPython extension below), this module wraps the inline backend's PNG formatter for matplotlib
 figures (the one place a chapter's ``plt.show()`` / ``display(fig)`` turns a figure into the PNG the
 notebook stores and the website shows). The wrapper writes the same PNG plus one ``tEXt`` chunk,
 ``mha:smallest-text-px``: the font size of the figure's smallest drawn text in image px
@@ -136,3 +136,10 @@ def install(shell=None) -> bool:
     if wrap.__qualname__ not in {getattr(f, "__qualname__", "") for f in shell.events.callbacks["pre_run_cell"]}:
         shell.events.register("pre_run_cell", wrap)
     return True
+
+
+def load_ipython_extension(shell) -> None:
+    """IPython extension entry point: ``make execute`` starts each chapter's kernel with
+    ``--IPKernelApp.extensions=mha.course.pictures.png_text``, so the stored PNGs carry the chunk.
+    A student's kernel never loads it: importing the figures installs nothing."""
+    install(shell)
