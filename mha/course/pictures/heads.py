@@ -83,7 +83,7 @@ def plot_head_split(n_heads: int = 8, d_model: int = 512, n_tokens: int = 4, tok
     gap = n_tokens + 2.0
     top = (parts - 1) * gap
     _matrix(ax, n_heads, n_tokens, tokens, d_k, top)
-    ax.text(width / 2, top + n_tokens + 0.45, f"投影后的一句话 (L, d_model) = ({n_tokens}, {d_model})：每个头 {d_k} 列",
+    ax.text(width / 2, top + n_tokens + 0.45, f"投影后的一句话 (L, d_model) = ({n_tokens}, {d_model})：每一块是一个头的 {d_k} 列",
             ha="center", fontsize=10.5)
     _blocks(ax, split_layout(n_heads, n_tokens), n_tokens, top - gap, x_step)
     ax.text(width / 2, top - gap + n_tokens + 0.85, f"view + transpose → (h, L, d_k) = ({n_heads}, {n_tokens}, {d_k})："

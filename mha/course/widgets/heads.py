@@ -41,7 +41,7 @@ def head_view(sentence: str = EXAMPLE_SENTENCES[0], head: int = 1, d_model: int 
 def head_view_all(sentence: str = EXAMPLE_SENTENCES[0], d_model: int = 6, n_heads: int = 2) -> View:
     """Every head plus the average in one row (``mha.course.pictures.plot_heads``): the static picture."""
     tokens, weights = head_weights(sentence, d_model, n_heads)  # (h, L, L)
-    fig = plot_heads(weights, tokens, include_mean=True)
+    fig = plot_heads(weights, tokens, include_mean=True, annotate=False)  # 3 panels: numbers would crowd; printed above
     lines = [f"句子：{sentence}（d_model = {d_model}, n_heads = {n_heads}, d_k = {d_model // n_heads}）",
              "每个 query 最关注的 key（query→key 权重）："]
     lines += [f"第 {i + 1} 个头：{_summary(tokens, weights[i])}" for i in range(n_heads)]
