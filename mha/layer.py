@@ -45,8 +45,8 @@ class MultiHeadAttention(nn.Module):
         bias: whether the four Linear layers have a bias.
         fused: the default ``True`` runs step 4 through PyTorch's fused
             ``F.scaled_dot_product_attention`` kernel whenever the weights are not
-            requested (same numbers up to rounding, faster, the (L, S) weights never
-            returned); ``need_weights=True`` always takes the explicit path, the
+            requested (same numbers up to rounding, faster at long L, the (L, S)
+            weights never returned); ``need_weights=True`` always takes the explicit path, the
             lecture's ``softmax(Q K^T / sqrt(d_k)) V`` (:func:`mha.steps.attention`),
             and ``fused=False`` takes it on every call. Chapter 8 shows both agree.
         n_kv_heads: number of key/value heads h_kv (default: ``n_heads``, ordinary
