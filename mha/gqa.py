@@ -11,8 +11,9 @@ heads; each key/value head is shared by a *group* of
 
 W_k and W_v shrink from (d_model, d_model) to (n_kv_heads * d_k, d_model),
 and, what matters most when decoding, the KV cache shrinks by the factor
-``n_heads / n_kv_heads``. Query head i uses key/value head ``i // group``
-(:func:`mha.steps.repeat_kv_heads`).
+``n_heads / n_kv_heads``. Query head i uses key/value head ``i // group``: the fused
+path lets SDPA share the heads (``enable_gqa=True``, no copy; torch >= 2.5), the explicit
+path copies them (:func:`mha.steps.repeat_kv_heads`).
 
 There is no second forward: :class:`mha.MultiHeadAttention` takes ``n_kv_heads``
 (as Llama's attention does). This subclass only makes ``n_kv_heads`` a required

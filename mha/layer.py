@@ -45,8 +45,8 @@ class MultiHeadAttention(nn.Module):
         bias: whether the four Linear layers have a bias.
         fused: the default ``True`` runs step 4 through PyTorch's fused
             ``F.scaled_dot_product_attention`` kernel whenever the weights are not
-            requested (same numbers up to rounding, faster, the (L, S) weights never
-            returned); ``need_weights=True`` always takes the explicit path, the
+            requested (same numbers up to rounding, faster at long L, the (L, S)
+            weights never returned); ``need_weights=True`` always takes the explicit path, the
             lecture's ``softmax(Q K^T / sqrt(d_k)) V`` (:func:`mha.steps.attention`),
             and ``fused=False`` takes it on every call. Chapter 8 shows both agree.
         n_kv_heads: number of key/value heads h_kv (default: ``n_heads``, ordinary
@@ -70,6 +70,11 @@ class MultiHeadAttention(nn.Module):
 
     A query whose keys are all masked gets zero attention weights, so its
     context vector is zero and its output is ``W_o``'s bias. Never NaN.
+
+    In eager mode an input holding NaN or infinity raises ``ValueError``. That check
+    reads values, so it is skipped while ``torch.compile`` or ``torch.export`` traces
+    the layer (:func:`mha.validate.tracing`): compiled, the layer has no graph break
+    and no host sync, and checks no values, like ``nn.MultiheadAttention``.
 
     Example:
         >>> layer = MultiHeadAttention(d_model=512, n_heads=8)
@@ -124,11 +129,7 @@ class MultiHeadAttention(nn.Module):
         k = split_heads(k, self.n_kv_heads)  # (B, h_kv, S, d_k)
         v = split_heads(v, self.n_kv_heads)  # (B, h_kv, S, d_k)
         # Step 4: scaled dot-product attention, all heads in parallel (GQA: each K/V head serves a group)
-        k, v = repeat_kv_heads(k, self.group), repeat_kv_heads(v, self.group)  # (B, h, S, d_k)
-        if self.fused and not need_weights:  # the fused kernel: same numbers, no (L, S) weights kept
-            heads, weights = fused_attention(q, k, v, mask, self._dropout_p(), is_causal), None  # (B, h, L, d_k)
-        else:  # the explicit math: softmax(Q K^T / sqrt(d_k)) V
-            heads, weights = attention(q, k, v, mask, self.dropout, is_causal)  # (B, h, L, d_k), (B, h, L, S)
+        heads, weights = self._attend(q, k, v, mask, is_causal, need_weights)  # (B, h, L, d_k), (B, h, L, S) or None
         # Step 5: Concat
         concat = merge_heads(heads)  # (B, L, d_model)
         # Step 6: final Linear W^O
@@ -160,17 +161,21 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(project(query, self.W_q), self.n_heads)  # (B, h, L, d_k)
         k = split_heads(project(key, self.W_k), self.n_kv_heads)  # (B, h_kv, S_new, d_k)
         cache = cache.append(k, split_heads(project(value, self.W_v), self.n_kv_heads))  # (B, h_kv, S, d_k) each
-        k, v = repeat_kv_heads(cache.keys, self.group), repeat_kv_heads(cache.values, self.group)  # (B, h, S, d_k)
-        if self.fused and not need_weights:
-            heads, weights = fused_attention(q, k, v, mask, self._dropout_p(), is_causal), None  # (B, h, L, d_k)
-        else:
-            heads, weights = attention(q, k, v, mask, self.dropout, is_causal)  # (B, h, L, d_k), (B, h, L, S)
+        heads, weights = self._attend(q, cache.keys, cache.values, mask, is_causal, need_weights)  # (B, h, L, d_k)
         output = project(merge_heads(heads), self.W_o)  # (B, L, d_model)
         return (output, weights, cache) if need_weights else (output, cache)
 
-    def _dropout_p(self) -> float:
-        """The fused kernel's dropout probability: the layer's p in training mode, 0 in eval mode."""
-        return self.dropout.p if self.training else 0.0
+    def _attend(self, q, k, v, mask, is_causal: bool, need_weights: bool):
+        """Step 4 for :meth:`forward` and :meth:`decode`: q (B, h, L, d_k), k, v (B, h_kv, S, d_k).
+
+        Returns ``(heads, weights)``: heads (B, h, L, d_k); weights (B, h, L, S) on the
+        explicit path, None on the fused one.
+        """
+        if self.fused and not need_weights:  # the fused kernel: same numbers, no (L, S) weights kept
+            dropout_p = self.dropout.p if self.training else 0.0
+            return fused_attention(q, k, v, mask, dropout_p, is_causal), None  # (B, h, L, d_k); groups K/V itself
+        k, v = repeat_kv_heads(k, self.group), repeat_kv_heads(v, self.group)  # (B, h, S, d_k)
+        return attention(q, k, v, mask, self.dropout, is_causal)  # the explicit math: softmax(Q K^T / sqrt(d_k)) V
 
     def _validate(self, query, key, value, mask, is_causal, cache: KVCache | None = None):
         """Validate the inputs, once, here; return the mask as bool broadcastable to (B, h, L, S).

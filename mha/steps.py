@@ -147,6 +147,26 @@ def apply_causal(mask: torch.Tensor | None, L: int, S: int, device=None) -> torc
     return causal if mask is None else mask & causal  # broadcasts to (B, h, L, S)
 
 
+def _sdpa_probe() -> tuple[bool, bool]:
+    """What this torch's ``F.scaled_dot_product_attention`` can do, found once by calling it on tiny tensors.
+
+    Returns ``(has_gqa, zeros_masked_rows)``: whether it takes ``enable_gqa=True`` (torch >= 2.5),
+    and whether a query whose keys are all masked comes back as zeros rather than NaN
+    (torch >= 2.5; older versions need the guard in :func:`fused_attention`).
+    """
+    q, kv = torch.zeros(1, 2, 1, 1), torch.zeros(1, 1, 1, 1)  # 2 query heads, 1 K/V head
+    try:
+        F.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
+        has_gqa = True
+    except TypeError:
+        has_gqa = False
+    out = F.scaled_dot_product_attention(kv, kv, kv, attn_mask=torch.zeros(1, 1, dtype=torch.bool))
+    return has_gqa, not bool(out.isnan().any())
+
+
+SDPA_HAS_GQA, SDPA_ZEROS_MASKED_ROWS = _sdpa_probe()
+
+
 def fused_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -159,10 +179,17 @@ def fused_attention(
 
     The fused kernel never returns (and, in its flash/memory-efficient variants,
     never stores) the (L, S) weight matrix. A query with no key to attend gets
-    a zero output, exactly like :func:`attention`.
+    a zero output, exactly like :func:`attention`: torch >= 2.5 returns zeros for
+    such a row itself; on older torch (``SDPA_ZEROS_MASKED_ROWS`` False) the row is
+    let attend everywhere and zeroed afterwards.
 
     Args:
-        q, k, v, mask: as in :func:`attention`.
+        q: (B, h, L, d_k)
+        k, v: (B, h_kv, S, d_k), h_kv dividing h: grouped-query attention when
+            ``h_kv < h`` (query head i uses K/V head ``i // (h / h_kv)``). The kernel
+            groups the heads itself (``enable_gqa=True``, no copy) where this torch has
+            it (``SDPA_HAS_GQA``); otherwise K and V are repeated (:func:`repeat_kv_heads`).
+        mask: as in :func:`attention`.
         dropout_p: dropout probability on the weights (0 in eval mode).
         is_causal: apply a causal (look-ahead) mask without being given one.
             With no ``mask`` and ``L == S`` the kernel gets
@@ -178,17 +205,23 @@ def fused_attention(
     Returns:
         (B, h, L, d_k)
     """
+    group = q.shape[1] // k.shape[1]
+    gqa = {}
+    if group > 1 and SDPA_HAS_GQA:
+        gqa = {"enable_gqa": True}  # the kernel shares each K/V head with its group, no copy
+    elif group > 1:
+        k, v = repeat_kv_heads(k, group), repeat_kv_heads(v, group)  # (B, h, S, d_k)
     if is_causal:
         L, S = q.shape[-2], k.shape[-2]
         if mask is None and L == S:
-            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, h, L, d_k)
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True, **gqa)  # (B, h, L, d_k)
         if mask is not None or L > 1:  # L == 1 without a mask: the one query sees every key
             mask = apply_causal(mask, L, S, device=q.device)  # (L, S) or (B, h, L, S)
-    if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)  # (B, h, L, d_k)
-    has_key = mask.any(dim=-1, keepdim=True)  # (.., L, 1): does the query see any key?
+    if mask is None or SDPA_ZEROS_MASKED_ROWS:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, **gqa)  # (B, h, L, d_k)
+    has_key = mask.any(dim=-1, keepdim=True)  # (.., L, 1): does the query see any key? (torch < 2.5)
     safe_mask = mask | ~has_key  # a fully masked row attends everywhere, then is zeroed below
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe_mask, dropout_p=dropout_p)  # (B, h, L, d_k)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe_mask, dropout_p=dropout_p, **gqa)  # (B, h, L, d_k)
     return out.masked_fill(~has_key, 0.0)
 
 

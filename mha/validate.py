@@ -21,7 +21,7 @@ import operator
 import torch
 
 __all__ = ["require_tensor", "require_float_tensor", "require_rank", "require_same_dtype_device",
-           "require_finite", "exporting", "require_int", "require_number", "require_head_config", "require_attention_inputs", "require_is_causal"]
+           "require_finite", "tracing", "exporting", "require_int", "require_number", "require_head_config", "require_attention_inputs", "require_is_causal"]
 
 
 def _shape(t: torch.Tensor) -> str:
@@ -71,10 +71,15 @@ def require_finite(tensors: dict[str, torch.Tensor]) -> None:
     any NaN or infinity makes the sum NaN or infinite, so a finite sum means finite
     values. Only a non-finite sum (bad values, or huge ones whose sum overflows) pays
     for counting them. A tensor passed under several names (self-attention's query,
-    key and value) is summed once; meta tensors have no values to check, and
-    neither have the symbolic tensors of an export (:func:`exporting`): skipped there.
+    key and value) is summed once; meta tensors have no values to check.
+
+    Skipped while ``torch.compile`` or ``torch.export`` traces the code (:func:`tracing`):
+    the check branches in Python on a tensor's value, which would break the compiled
+    graph (and, on a GPU, wait for the device at every call). So eager mode refuses
+    NaN and infinity with this error; a compiled or exported model does not check,
+    exactly like ``nn.MultiheadAttention``, which never checks.
     """
-    if exporting():
+    if tracing():
         return
     distinct: dict[int, tuple[str, torch.Tensor]] = {}
     for name, t in tensors.items():
@@ -89,6 +94,16 @@ def require_finite(tensors: dict[str, torch.Tensor]) -> None:
                 f"{name} must hold finite numbers, got {n_nan} NaN and {n_inf} infinite value(s) "
                 f"in shape {_shape(t)}; attention would spread them over other positions' outputs"
             )
+
+
+def tracing() -> bool:
+    """True while ``torch.compile`` (dynamo) or ``torch.export`` traces the code: value checks skip themselves.
+
+    ``torch.compiler.is_compiling()`` is True inside both (torch >= 2.3); :func:`exporting`
+    covers older versions' export. Shape and type checks still run: they read no values.
+    """
+    is_compiling = getattr(torch.compiler, "is_compiling", None)  # torch >= 2.3; pyproject allows older
+    return bool(is_compiling and is_compiling()) or exporting()
 
 
 def exporting() -> bool:

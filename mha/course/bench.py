@@ -47,7 +47,8 @@ from mha.interop import to_torch
 from mha.layer import MultiHeadAttention
 
 __all__ = ["CASES", "BASELINE", "FULL_LENGTHS", "QUICK_LENGTHS", "Row", "make_cases", "measure_time",
-           "measure_peak_memory", "run_benchmark", "format_table", "load_stored_result", "main"]
+           "measure_peak_memory", "run_benchmark", "format_table", "load_stored_result", "main",
+           "COMPILE_CASES", "make_compile_cases", "run_compile_benchmark", "format_compile_table"]
 
 CASES = ("mha_explicit", "mha_fused", "torch_no_weights", "torch_weights")
 BASELINE = "torch_no_weights"
@@ -251,6 +252,58 @@ def format_table(result: dict, chinese: bool = False) -> str:
         cells = (str(r["L"]), names.get(r["case"], r["case"]), f"{r['median_ms']:.2f}", f"{r['time_ratio']:.2f}",
                  f"{r['peak_mib']:.1f}", f"{r['memory_ratio']:.2f}")
         lines.append("  ".join(_pad(c, w, right=i != 1) for i, (c, (_, w)) in enumerate(zip(cells, cols))))
+    return "\n".join(lines)
+
+
+COMPILE_CASES = ("mha_eager", "torch_eager", "mha_compiled", "torch_compiled")
+COMPILE_BASELINES = {"mha_eager": "torch_eager", "torch_eager": "torch_eager",
+                     "mha_compiled": "torch_compiled", "torch_compiled": "torch_compiled"}
+STORED_COMPILE_RESULT = "compile_cpu.json"  # tools/bench_compile.py, shipped like STORED_RESULT
+
+
+def make_compile_cases(d_model: int, n_heads: int, device, dtype, backend: str = "inductor") -> dict:
+    """Our fused layer and ``nn.MultiheadAttention`` (same weights), each eager and ``torch.compile(fullgraph=True)``."""
+    cases = make_cases(d_model, n_heads, device, dtype)
+    (ours, ours_params), (ref, ref_params) = cases["mha_fused"], cases["torch_no_weights"]
+    compile_ = functools.partial(torch.compile, fullgraph=True, backend=backend)
+    return {"mha_eager": (ours, ours_params), "torch_eager": (ref, ref_params),
+            "mha_compiled": (compile_(ours), ours_params), "torch_compiled": (compile_(ref), ref_params)}
+
+
+def run_compile_benchmark(batch: int = 4, length: int = 512, d_model: int = 512, n_heads: int = 8,
+                          device="cpu", dtype=torch.float32, repeats: int = 31, warmup: int = 3,
+                          backend: str = "inductor") -> dict:
+    """Forward + backward time, eager and compiled, ours against ``nn.MultiheadAttention`` (one size).
+
+    As :func:`run_benchmark`: self-attention, no mask, dropout 0, training mode, one call =
+    ``layer(x)`` + ``autograd.grad``; the four cases interleaved, the median of ``repeats``
+    calls each, after ``warmup`` calls (the first of which compiles). Compilation time is not
+    measured, nor memory. Each ratio compares with ``nn.MultiheadAttention`` in the same mode.
+    """
+    torch._dynamo.reset()
+    cases = make_compile_cases(d_model, n_heads, device, dtype, backend)
+    x = torch.randn(batch, length, d_model, device=device, dtype=dtype, requires_grad=True)
+    medians = measure_time(cases, x, repeats, warmup)
+    rows = [{"case": name, "median_ms": 1e3 * medians[name],
+             "time_ratio": medians[name] / medians[COMPILE_BASELINES[name]]} for name in COMPILE_CASES]
+    config = {"batch": batch, "length": length, "d_model": d_model, "n_heads": n_heads, "device": str(device),
+              "dtype": str(dtype).removeprefix("torch."), "repeats": repeats, "warmup": warmup,
+              "backend": backend, "threads": torch.get_num_threads(), "torch": torch.__version__,
+              "processor": platform.processor() or platform.machine(),
+              "timed": "median of forward + backward (autograd.grad of out.sum()), cases interleaved",
+              "not_timed": "compilation (the first warmup call), memory",
+              "shared_machine": "the cases take turns call by call, so a busy spell slows all four alike"}
+    return {"config": config, "rows": rows}
+
+
+def format_compile_table(result: dict) -> str:
+    """The compile benchmark as a text table: median ms and the ratio to nn.MultiheadAttention in the same mode."""
+    c = result["config"]
+    lines = [f"B={c['batch']} L={c['length']} d_model={c['d_model']} h={c['n_heads']} {c['device']} {c['dtype']}, "
+             f"{c['threads']} threads, median of {c['repeats']} interleaved forward+backward calls",
+             f"{'case':<16}{'time ms':>10}{'vs torch':>10}"]
+    for r in result["rows"]:
+        lines.append(f"{r['case']:<16}{r['median_ms']:>10.2f}{r['time_ratio']:>9.2f}x")
     return "\n".join(lines)
 
 

@@ -96,3 +96,26 @@ def test_cli_reports_unavailable_cuda_as_usage_error(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--device", "cuda", "--lengths", "8"])
     assert "cuda" in capsys.readouterr().err
+
+
+def test_compile_benchmark_structure():
+    """Tiny size, the eager backend (compiles fast): four cases, ratios against torch in the same mode."""
+    result = bench.run_compile_benchmark(batch=2, length=8, d_model=16, n_heads=4, repeats=2, warmup=1,
+                                         backend="eager")
+    rows = {r["case"]: r for r in result["rows"]}
+    assert list(rows) == list(bench.COMPILE_CASES)
+    assert rows["torch_eager"]["time_ratio"] == rows["torch_compiled"]["time_ratio"] == 1.0
+    for name in ("mha_eager", "mha_compiled"):
+        baseline = rows[name.replace("mha", "torch")]["median_ms"]
+        assert rows[name]["time_ratio"] == pytest.approx(rows[name]["median_ms"] / baseline)
+    table = bench.format_compile_table(result)
+    assert "median of 2 interleaved" in table and all(name in table for name in bench.COMPILE_CASES)
+
+
+def test_compile_cases_compute_the_same_output():
+    cases = bench.make_compile_cases(16, 4, "cpu", torch.float32, backend="eager")
+    x = torch.randn(2, 5, 16)
+    outs = [fn(x) for fn, _ in cases.values()]
+    outs = [o[0] if isinstance(o, tuple) else o for o in outs]
+    for out in outs[1:]:
+        torch.testing.assert_close(out, outs[0], atol=1e-5, rtol=1e-5)

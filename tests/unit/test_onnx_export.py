@@ -113,7 +113,7 @@ def test_layers_export_with_a_symbolic_length(causal):
 def test_without_the_skip_the_value_check_stops_the_export(monkeypatch):
     import mha.validate
 
-    monkeypatch.setattr(mha.validate, "exporting", lambda: False)
+    monkeypatch.setattr(mha.validate, "tracing", lambda: False)
     with pytest.raises(Exception, match="(?i)data.dependent|guard"):
         torch.export.export(_Self(False).eval(), (torch.randn(1, 5, 8),))
 
