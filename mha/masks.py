@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .validate import require_int, require_rank, require_tensor
+from .validate import require_int, require_rank, require_tensor, tracing
 
 __all__ = [
     "padding_mask",
@@ -134,8 +134,11 @@ def normalize_mask(mask, B: int, h: int, L: int, S: int, device=None) -> torch.T
 
 
 def _require_zero_one(mask: torch.Tensor) -> None:
-    """Raise ``TypeError`` if an integer or float mask holds values other than 0 and 1 (e.g. -inf, 2, -1)."""
-    if mask.device.type == "meta":  # no values to check
+    """Raise ``TypeError`` if an integer or float mask holds values other than 0 and 1 (e.g. -inf, 2, -1).
+
+    Skipped where there are no values to read (meta tensors) and while compiling or exporting
+    (:func:`mha.validate.tracing`): reading them would be a graph break and a host sync."""
+    if mask.device.type == "meta" or tracing():
         return
     other = mask[(mask != 0) & (mask != 1)]
     if other.numel():

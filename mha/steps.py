@@ -33,7 +33,6 @@ __all__ = [
     "attention_scores",
     "masked_softmax",
     "attention",
-    "scaled_dot_product_attention",
     "fused_attention",
     "apply_causal",
     "repeat_kv_heads",
@@ -121,10 +120,6 @@ def attention(
         weights = dropout(weights)  # (B, h, L, S)
     return weights @ v, weights  # (B, h, L, d_v), (B, h, L, S)
 
-
-# The name chapters 5-10 used first; kept for saved notebooks. It returns (output, weights),
-# unlike torch.nn.functional.scaled_dot_product_attention, hence the new name above.
-scaled_dot_product_attention = attention
 
 
 def apply_causal(mask: torch.Tensor | None, L: int, S: int, device=None) -> torch.Tensor:

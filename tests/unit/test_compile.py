@@ -29,6 +29,7 @@ def _paths():
         ("need_weights", mha_layer, lambda m, x, pad, attn: m(x, x, x, need_weights=True)[0]),
         ("padding mask", mha_layer, lambda m, x, pad, attn: m(x, x, x, pad)),
         ("attn mask", mha_layer, lambda m, x, pad, attn: m(x, x, x, attn)),
+        ("0/1 float mask", mha_layer, lambda m, x, pad, attn: m(x, x, x, pad.float())),
         ("is_causal", mha_layer, lambda m, x, pad, attn: m(x, x, x, is_causal=True)),
         ("is_causal + padding", mha_layer, lambda m, x, pad, attn: m(x, x, x, pad, is_causal=True)),
         ("GQA", gqa_layer, lambda m, x, pad, attn: m(x, x, x, pad)),

@@ -14,7 +14,7 @@ def test_forward_is_the_composition_of_the_steps():
     q = mha.split_heads(mha.project(x, layer.W_q), 4)  # (B, h, L, d_k)
     k = mha.split_heads(mha.project(x, layer.W_k), 4)
     v = mha.split_heads(mha.project(x, layer.W_v), 4)
-    heads, _ = mha.scaled_dot_product_attention(q, k, v)
+    heads, _ = mha.attention(q, k, v)
     expected = mha.project(mha.merge_heads(heads), layer.W_o)
     torch.testing.assert_close(layer(x, x, x), expected, atol=1e-12, rtol=0)
 
