@@ -20,8 +20,8 @@ import mha
 from mha.numerals.data import decode_target
 from exercise_support import STUBS, label, verdict, verdict_allowing_prints
 
-# The checkers of the book's current exercises (a replaced exercise's checker is tried in its chapter's file).
-CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_") and getattr(ex, name).listed]
+# The checkers of the book's exercises.
+CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
 # Exercises whose answer is a value (a shape, a dict, numbers) or a class, not a function.
 NOT_A_FUNCTION = {"1.1", "1.2", "2.2", "4.2", "5.1", "5.2", "6.1", "6.2", "7.1", "8.3", "8.4", "9.4", "10.4"}
 FUNCTION_CHECKERS = [c for c in CHECKERS if c.exercise_id not in NOT_A_FUNCTION]
@@ -146,7 +146,7 @@ def test_any_crash_gets_a_verdict(capsys, checker, crash, words):
 @pytest.mark.parametrize("answer", [NoSuperInit, lambda *args: nested_tensor(), raise_system_exit],
                          ids=["module without super().__init__()", "returns a nested tensor", "sys.exit"])
 def test_the_slow_checker_gives_a_verdict_too(capsys, answer):
-    ok, out = verdict(capsys, ex.check_greedy_decode, answer)
+    ok, out = verdict(capsys, ex.check_continue_prefix, answer)
     assert ok is False and "❌" in out, out
 
 
@@ -154,7 +154,7 @@ def test_a_keyboard_interrupt_stops_the_check():
     def interrupted(*args):
         raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
-        ex.check_split_heads(interrupted, record=False)
+        ex.check_dependency_matrix(interrupted, record=False)
     assert sys.getprofile() is None and threading.getprofile() is None
 
 
@@ -179,8 +179,8 @@ class NoIterList(list):
 
 
 @pytest.mark.parametrize("checker, answer", [
-    (ex.check_dot_product_variance, np.zeros(10**6).view(NoIterArray)),
-    (ex.check_dot_product_variance, torch.zeros(10**6).as_subclass(NoIterTensor)),
+    (ex.check_dot_product_variance_scaled, np.zeros(10**6).view(NoIterArray)),
+    (ex.check_dot_product_variance_scaled, torch.zeros(10**6).as_subclass(NoIterTensor)),
     (ex.check_scores_shape, NoIterList(range(10**6))),
 ], ids=["5.2 numpy", "5.2 torch", "5.1 list"])
 def test_a_huge_answer_is_refused_by_its_size(capsys, checker, answer):
@@ -201,11 +201,23 @@ def _safe_mask(mask):
     return None if mask is None else mask | ~mask.any(-1, keepdim=True)
 
 
+def _attention_weights(q, k, v, mask=None):
+    """5.3 done right: (output, weights), a query that sees no key gets zero weights."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        mask = mask != 0
+        scores = scores.masked_fill(~mask, -1e9)
+    weights = scores.softmax(-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
 def _sdpa_by(run):
-    """An attention answer that runs the fused kernel through ``run(q, k, v, mask)``; right in value."""
+    """An attention answer that also runs the fused kernel through ``run(q, k, v, mask)``; right in value."""
     def fn(q, k, v, mask=None):
-        return _attention(q, k, v, mask) * 0 + run(q, k, v, _safe_mask(mask)).where(
-            torch.ones(()).bool() if mask is None else mask.any(-1, keepdim=True), v.mean(-2, keepdim=True))
+        out, weights = _attention_weights(q, k, v, mask)
+        return out + 0 * run(q, k, v, None), weights
     return fn
 
 
@@ -222,23 +234,23 @@ ATTENTION_SHORTCUTS = [
 
 @pytest.mark.parametrize("run, words", ATTENTION_SHORTCUTS, ids=lambda x: x if isinstance(x, str) else "")
 def test_a_fused_kernel_is_named_however_it_is_reached(capsys, run, words):
-    ok, out = verdict(capsys, ex.check_attention, _sdpa_by(run))
+    ok, out = verdict(capsys, ex.check_attention_weights, _sdpa_by(run))
     assert ok is False and words in out, out
     assert sys.getprofile() is None
 
 
 def test_a_right_answer_passes_under_the_watch(capsys):
-    ok, out = verdict(capsys, ex.check_attention, _attention)
+    ok, out = verdict(capsys, ex.check_attention_weights, _attention_weights)
     assert ok is True, out
 
 
 def test_printing_with_the_book_s_fmt_is_allowed(capsys):
     """An honest 5.3 that prints with mha.fmt while debugging passes (mha.fmt is no shortcut)."""
     def attention(q, k, v, mask=None):
-        out = _attention(q, k, v, mask)
-        mha.fmt(out, 2)
-        return out
-    ok, out = verdict_allowing_prints(capsys, ex.check_attention, attention)
+        out, weights = _attention_weights(q, k, v, mask)
+        print(mha.fmt(weights.flatten()[:2], 2))
+        return out, weights
+    ok, out = verdict_allowing_prints(capsys, ex.check_attention_weights, attention)
     assert ok is True, out
 
 
@@ -286,12 +298,12 @@ def test_a_layer_using_a_fused_kernel_is_named(capsys, cls, words):
     assert (ok is True) if words is None else (ok is False and words in out), out
 
 
-def _greedy_by_the_model(model, src, src_mask):
+def _greedy_by_the_model(model, src, src_mask, prefix):
     return decode_target(model.greedy_ids(src, src_mask))
 
 
 def test_the_model_s_own_decoding_is_refused(capsys):
-    ok, out = verdict(capsys, ex.check_greedy_decode, _greedy_by_the_model)
+    ok, out = verdict(capsys, ex.check_continue_prefix, _greedy_by_the_model)
     assert ok is False and "model.greedy_ids" in out, out
 
 

@@ -529,18 +529,15 @@ def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, hint: 
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
 
 
-def checker(chapter: str, exercise_id: str, title: str, listed: bool = True):
+def checker(chapter: str, exercise_id: str, title: str):
     """Decorate ``fn(answer) -> None`` (raising :class:`Mistake`/:class:`NotDone`) into a safe checker.
 
-    ``listed=False``: the checker of an exercise the book has replaced (it still grades the old task in saved
-    notebooks, but :func:`summary` lists only the current exercises).
     The returned function takes the student's answer and ``record=True``
     (reference-solution cells pass ``record=False`` so the summary shows only
     the student's own attempts).
     """
     chapter_entries = _REGISTRY.setdefault(chapter, OrderedDict())
-    if listed:  # an exercise the book replaced keeps its checker (saved notebooks call it), out of the summary
-        chapter_entries[exercise_id] = [title, None]
+    chapter_entries[exercise_id] = [title, None]
 
     def wrap(fn):
         @functools.wraps(fn)
@@ -559,14 +556,13 @@ def checker(chapter: str, exercise_id: str, title: str, listed: bool = True):
                 raise
             except BaseException as e:  # nothing may crash the student's notebook
                 line = f"{FAIL}：{exercise_id} {title} —— {_unexpected(e)}"
-            if record and listed:
+            if record:
                 chapter_entries[exercise_id][1] = status
             print(" ".join(line.splitlines()))  # one line, even when a message quotes a multi-line repr
             return Verdict(status == "pass")
 
         check.exercise_id = exercise_id
         check.chapter = chapter
-        check.listed = listed
         return check
 
     return wrap

@@ -1,15 +1,10 @@
 """Checkers for chapter 04, step 3: split heads.
 
 * 4.1 ``check_split_shape``: predict the shape after the split.
-* 4.2 ``check_split_bug``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape on
-  which it is right anyway (n_heads >= 2), and fix it.
-* 4.2 ``check_split_bug_repair``: the same bug hunt, then rescue the right heads from the buggy result alone.
+* 4.2 ``check_split_bug_repair``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape
+  on which it is right anyway, then rescue the right heads from the buggy result alone.
 * 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
   Linear laid out as ``nn.MultiheadAttention``'s in_proj: all heads' Q rows, then K, then V.
-
-The earlier tasks keep their checkers: ``check_split_heads`` (implement split_heads),
-``check_per_head_linears`` (cut one big Linear into h small ones), ``check_split_bug`` (4.2 with a fixed split),
-``check_big_from_heads`` (merge h small Linears into one).
 
 The answer keys come from :func:`mha.split_heads` itself.
 """
@@ -23,8 +18,7 @@ from mha.steps import split_heads
 from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
                     expect_tensor, is_stub, part)
 
-__all__ = ["check_split_shape", "check_split_bug", "check_split_bug_repair", "check_big_from_heads", "check_packed_from_heads",
-           "check_split_heads", "check_per_head_linears"]
+__all__ = ["check_split_shape", "check_split_bug_repair", "check_packed_from_heads"]
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
@@ -61,126 +55,6 @@ def check_split_shape(fn):
         raise Mistake(f"{args} 时你答 {got}，应为 (B, h, L, d_k) = {want}")
 
 
-# ---------------------------------------------------------------- 4.2
-SPLIT_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2), (2, 4, 8, 64)]  # (B, L, h, d_k)
-
-
-@checker("ch04", "4.2", "实现 split_heads", listed=False)
-def check_split_heads(fn):
-    """``fn(x, n_heads)``: (B, L, d_model) -> (B, h, L, d_k), head i = dims [i*d_k, (i+1)*d_k); no ``mha``."""
-    for B, L, n_heads, d_k in SPLIT_CASES:
-        x = torch.randn(B, L, n_heads * d_k)
-        where = f"x 的形状 {(B, L, n_heads * d_k)}、n_heads={n_heads}"
-        out = call(fn, x, n_heads, what="split_heads", forbid=(split_heads,))
-        out = expect_tensor(out, "split_heads 的返回值")
-        want = split_heads(x, n_heads)  # (B, h, L, d_k)
-        if tuple(out.shape) == (B, L, n_heads, d_k) and L != n_heads:
-            raise Mistake(f"{where} 时返回了 {tuple(out.shape)} = (B, L, h, d_k)：只做了 view，忘了 transpose(1, 2)；"
-                          f"应为 (B, h, L, d_k) = {tuple(want.shape)}")
-        if n_heads != d_k and tuple(out.shape) in {(B, d_k, L, n_heads), (B, L, d_k, n_heads)}:
-            raise Mistake(f"{where} 时返回了 {tuple(out.shape)}：h 和 d_k 用反了，d_k 应为 d_model // n_heads = {d_k}")
-        expect_shape(out, want.shape, f"{where} 时 split_heads 的返回值", hint="(B, h, L, d_k)，d_k = d_model // n_heads")
-        if _same(out, x.reshape(B, n_heads, L, d_k)) and not _same(out, want):
-            raise Mistake(f"{where} 时形状对了，但你是直接 view/reshape 成 (B, h, L, d_k)，没有先 view 成 (B, L, h, d_k) "
-                          "再 transpose——这样会把不同 token 的数混进同一个头的同一行")
-        if _same(out, x.view(B, L, d_k, n_heads).permute(0, 3, 1, 2)) and not _same(out, want):
-            raise Mistake(f"{where} 时形状对了，但你按 (B, L, d_k, h) 切分：每个头拿到的是隔 h 取一个的数，"
-                          "而不是连续的 d_k 个数；应 view 成 (B, L, h, d_k)")
-        expect_close(out, want, f"{where} 时 split_heads 的返回值",
-                     hint="第 i 个头、第 t 个 token 应是 x[b, t, i*d_k:(i+1)*d_k]")
-
-    # split_heads is a step of a layer that trains: the gradient must flow back to x
-    x = torch.randn(2, 3, 8, requires_grad=True)
-    out = expect_tensor(call(fn, x, 2, what="split_heads", forbid=(split_heads,)), "split_heads 的返回值")
-    expect_shape(out, (2, 2, 3, 4), "x 需要梯度时 split_heads 的返回值")
-    expect_gradients(out, {"x": x}, "split_heads 的返回值")
-
-
-# ---------------------------------------------------------------- 4.3
-LINEAR_CASES = [(6, 2), (12, 3), (8, 4), (16, 2)]  # (d_model, n_heads)
-
-
-def _big_linear(d_model: int) -> nn.Linear:
-    big = nn.Linear(d_model, d_model)
-    with torch.no_grad():
-        big.weight.normal_()
-        big.bias.normal_()
-    return big
-
-
-def _small_parameters(smalls, where: str, d_model: int, n_heads: int):
-    """Check the list of small Linears and return [(weight, bias or None)], one per head."""
-    d_k = d_model // n_heads
-    smalls = part(smalls, "你的函数的返回值")
-    if isinstance(smalls, nn.Linear) or not isinstance(smalls, (list, tuple, nn.ModuleList)):
-        raise Mistake(f"应该返回 h 个 nn.Linear 组成的 list，却返回了 {type(smalls).__name__}")
-    if len(smalls) != n_heads:
-        raise Mistake(f"{where} 时应该返回 h = {n_heads} 个小 Linear，却返回了 {len(smalls)} 个")
-    params = []
-    for i, lin in enumerate(smalls):
-        if not isinstance(lin, nn.Linear):
-            raise Mistake(f"第 {i} 个元素应该是 nn.Linear，却是 {type(lin).__name__}")
-        weight, bias = lin.weight, lin.bias
-        if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != (d_k, d_model):
-            got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
-            raise Mistake(f"{where} 时第 {i} 个小 Linear 的 weight 形状应为 (d_k, d_model) = {(d_k, d_model)}，"
-                          f"实际是 {got}；它应是 nn.Linear(d_model, d_k)")
-        if bias is not None and (not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (d_k,)):
-            got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
-            raise Mistake(f"{where} 时第 {i} 个小 Linear 的 bias 形状应为 (d_k,) = {(d_k,)}，实际是 {got}")
-        for name, t in (("weight", weight), ("bias", bias)):
-            if t is None:
-                continue
-            if not t.is_floating_point():
-                raise Mistake(f"第 {i} 个小 Linear 的 {name} 应该是浮点数，却是 {t.dtype}")
-            if not torch.isfinite(t).all():
-                raise Mistake(f"第 {i} 个小 Linear 的 {name} 里有 NaN 或 inf")
-            if not t.requires_grad:
-                raise Mistake(f"第 {i} 个小 Linear 的 {name} 不能训练（requires_grad=False）；"
-                              "复制参数时用 with torch.no_grad(): 加 .copy_()，不要关掉参数的梯度")
-        params.append((weight, bias))
-    return params
-
-
-def _apply(x: torch.Tensor, params) -> torch.Tensor:
-    """Run every small Linear from its parameters (in float64) and stack: (B, h, L, d_k)."""
-    x = x.double()
-    return torch.stack([F.linear(x, w.double(), None if b is None else b.double()) for w, b in params], dim=1)
-
-
-@checker("ch04", "4.3", "把一个大 Linear 拆成每个头的小 Linear", listed=False)
-def check_per_head_linears(fn):
-    """``fn(W_q, n_heads)`` must return h ``nn.Linear(d_model, d_k)``; head i uses rows [i*d_k, (i+1)*d_k).
-
-    The small Linears are judged by their parameters (``F.linear(x, weight, bias)``), so an
-    ``nn.Linear`` subclass whose ``forward`` calls the big Linear does not pass.
-    """
-    for d_model, n_heads in LINEAR_CASES:
-        d_k = d_model // n_heads
-        big = _big_linear(d_model)
-        where = f"d_model={d_model}、n_heads={n_heads}"
-        params = _small_parameters(call(fn, big, n_heads, what="你的函数"), where, d_model, n_heads)
-        x = torch.randn(2, 3, d_model)
-        with torch.no_grad():
-            want = split_heads(big(x), n_heads).double()  # (B, h, L, d_k)
-            got = _apply(x, params)  # (B, h, L, d_k)
-            W = big.weight.double()
-            without_bias = split_heads(x.double() @ W.T, n_heads)
-            if all(torch.allclose(w.double(), W[:, i * d_k:(i + 1) * d_k].T) for i, (w, _) in enumerate(params)):
-                raise Mistake(f"{where} 时你按列切了 weight（W[:, i*d_k:(i+1)*d_k]）。nn.Linear 的 weight 是 (out, in)，"
-                              "一个头的输出维对应 weight 的行：W[i*d_k:(i+1)*d_k]")
-            weights_only = torch.stack([x.double() @ w.double().T for w, _ in params], dim=1)
-            weights_ok = torch.allclose(weights_only, without_bias, atol=1e-5)
-            if weights_ok and (all(b is None for _, b in params) or torch.allclose(got, without_bias, atol=1e-5)):
-                raise Mistake(f"{where} 时小 Linear 的权重对了，但忘了把偏置也切过来（bias[i*d_k:(i+1)*d_k]）")
-            if n_heads > 1 and torch.allclose(got, want.flip(1), atol=1e-5):
-                raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 应取第 i 段行，即 W[i*d_k:(i+1)*d_k]")
-            if weights_ok and not torch.allclose(got, want, atol=1e-5):
-                raise Mistake(f"{where} 时每个头的权重对了，但偏置不对：第 i 个头的偏置是 bias[i*d_k:(i+1)*d_k]")
-        expect_close(got, want, f"{where} 时把 h 个小 Linear 的输出叠起来",
-                     hint="第 i 个小 Linear 的 weight = W_q.weight[i*d_k:(i+1)*d_k]，bias = W_q.bias[i*d_k:(i+1)*d_k]")
-
-
 # ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)
 def split_heads_buggy(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """The bug of exercise 4.2: straight to (B, h, L, d_k), without the (B, L, h, d_k) view and the transpose."""
@@ -208,18 +82,6 @@ def _bug_answer(answer, second: str) -> None:
     if not torch.equal(split_heads_buggy(x, n_heads), split_heads(x, n_heads)):
         raise Mistake(f'answer["right_anyway"] = {shape}：在这个形状上 split_heads_buggy 是错的。想一想 reshape 按内存顺序'
                       "依次填满 (h, L, d_k)：什么时候“先填第 1 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
-
-
-@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose", listed=False)
-def check_split_bug(answer):
-    """``answer = {"right_anyway": (B, L, d_model, n_heads), "fixed": split_heads function}``: a shape with
-    n_heads >= 2 on which :func:`split_heads_buggy` happens to give the right heads, and the fixed function."""
-    _bug_answer(answer, "fixed")
-    fixed = part(answer["fixed"], 'answer["fixed"]')
-    try:
-        check_split_heads.__wrapped__(fixed)
-    except Mistake as m:
-        raise Mistake(f'形状找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
 
 
 # ---------------------------------------------------------------- 4.3 (the reverse: h small Linears -> one)
@@ -250,28 +112,6 @@ def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name:
     if not W.requires_grad:
         raise Mistake(f"{name} 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
     return W, b
-
-
-@checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear", listed=False)
-def check_big_from_heads(fn):
-    """``fn(smalls)``: h ``nn.Linear(d_model, d_k)`` -> one ``nn.Linear(d_model, h*d_k)`` whose output, split
-    into h heads of d_k, equals the small Linears' outputs (head i = rows [i*d_k, (i+1)*d_k))."""
-    for d_model, n_heads, d_k in MERGE_CASES:
-        smalls = _smalls(d_model, n_heads, d_k)
-        where = f"{n_heads} 个 nn.Linear({d_model}, {d_k})"
-        big = part(call(fn, list(smalls), what="你的函数"), "你的函数的返回值")
-        W, b = _stacked_linear(big, f"{where} 时", n_heads, d_k, d_model, "大 Linear", "h·d_k")
-        x = torch.randn(2, 3, d_model)
-        with torch.no_grad():
-            want = torch.stack([s(x) for s in smalls], dim=1)  # (B, h, L, d_k)
-            got = F.linear(x, W, b).view(2, 3, n_heads, d_k).transpose(1, 2)
-            no_bias = torch.stack([x @ s.weight.T for s in smalls], dim=1)
-            if torch.allclose(got, no_bias, atol=1e-5):
-                raise Mistake(f"{where} 时权重对了，但偏置没有接过来（torch.cat([s.bias for s in smalls])）")
-            if n_heads > 1 and torch.allclose(got, want.flip(1), atol=1e-5):
-                raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 是大 weight 的第 i 段行")
-        expect_close(got, want, f"{where} 时合成的大 Linear 分头后的输出",
-                     hint="大 weight = torch.cat([s.weight for s in smalls], dim=0)，bias 同理")
 
 
 # ---------------------------------------------------------------- 4.2 (reworked): the bug's shape, and the rescue
