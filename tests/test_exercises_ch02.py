@@ -146,6 +146,9 @@ WRONG_2_2_BUG = mistakes_for(check_pe_bug, [
     (PE_BUG_SOLUTION(silently_wrong=(1, 1)), "结果是对的"),
     (PE_BUG_SOLUTION(fixed=build_x_buggy), ['answer["fixed"] 还不对']),
     (PE_BUG_SOLUTION(fixed=lambda ids, emb: emb(ids)), "忘了加位置编码"),
+    # a table of max(B, L) rows: right while B <= L, it crashes on a batch with B > L (issue 27)
+    (PE_BUG_SOLUTION(fixed=lambda ids, emb: emb(ids) + sinusoidal_positional_encoding(max(ids.shape), emb.embedding_dim)),
+     ["还不对", "运行时抛出了"]),
     (PE_BUG_SOLUTION(crashes=(0, 3)), "1 到 64"),
     (PE_BUG_SOLUTION(crashes=(2, 3, 4)), "(B, L)"),
     ({"crashes": (2, 3)}, "缺少键"),
@@ -207,8 +210,8 @@ WRONG_2_1_SHIFT = mistakes_for(check_pe_shift_matrix, [
     (lambda k, d: np.linalg.lstsq(sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20:40].numpy(),
                                   sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20 + k:40 + k].numpy(),
                                   rcond=None)[0], "应为"),  # a numpy fit: not the formula's M off the blocks
-    (_fitted, ["torch.linalg_lstsq", "拟合"]),
-    (lambda k, d: torch.linalg.pinv(torch.eye(d)), "torch.linalg_pinv"),
+    (_fitted, ["torch.linalg.lstsq", "拟合"]),
+    (lambda k, d: torch.linalg.pinv(torch.eye(d)), "torch.linalg.pinv"),  # the public name
     (lambda k, d: shift_solution(k, d).long(), "dtype"),
     (lambda k, d: shift_solution(k, d)[None], "形状应该是"),
     (lambda k, d: shift_solution(k, d) @ torch.ones(3), "RuntimeError"),

@@ -182,13 +182,27 @@ WRONG_HEAD_K = mistakes_for(check_packed_head_k, [
     (_head_k_bias_always, ["NoneType", "in_proj_bias 是 None"]),
     (lambda x, W, b, h, hd: x @ W[W.shape[1]:2 * W.shape[1]].T, "整个 K′"),
     (lambda x, W, b, h, hd: F.linear(x, W[:2]), "F.linear"),
-    (lambda x, W, b, h, hd: mha.project(x, torch.nn.Linear(4, 4)), "mha.steps.project"),
+    (lambda x, W, b, h, hd: mha.project(x, torch.nn.Linear(4, 4)), "mha.project"),
     (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd).detach(), "梯度"),
     (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd) * 2, "数值不对"),
 ])
 
 test_right_answers_pass = right_answers(RIGHT_HEAD_K)
-test_wrong_answers_are_named = wrong_answers(WRONG_HEAD_K)
+def count_by_copied_linear(d_model, n_heads, d_k, d_v, bias):
+    """Builds no layer with nn.Linear(...), but copies one and resizes it: a layer all the same (issue 27)."""
+    import copy
+    total = 0
+    for d_in, d_out in ((d_model, n_heads * d_k), (d_model, n_heads * d_k), (d_model, n_heads * d_v), (n_heads * d_v, d_model)):
+        lin = copy.deepcopy(COPIED)
+        lin.weight = nn.Parameter(torch.empty(d_out, d_in))
+        lin.bias = nn.Parameter(torch.empty(d_out)) if bias else None
+        total += sum(p.numel() for p in lin.parameters())
+    return total
+
+
+COPIED = nn.Linear(2, 2)
+WRONG_COUNT = mistakes_for(check_count_parameters_general, [(count_by_copied_linear, ["复制一个层", "nn.Parameter"])])
+test_wrong_answers_are_named = wrong_answers(WRONG_HEAD_K, WRONG_COUNT)
 
 
 def test_reference_project_matches_mha_project():

@@ -72,7 +72,6 @@ RIGHT = [
     (check_split_shape, lambda B, L, d, h: torch.Size([B, h, L, d // h])),
     (check_split_shape, lambda B, L, d, h: (np.int64(B), np.int32(h), torch.tensor(L), d // h)),
     (check_split_shape, lambda B, L, d, h: np.array([B, h, L, d // h])),
-    (check_split_shape, lambda B, L, d, h: (B, h, L, d / h)),  # integral floats count as integers everywhere
 ]
 
 
@@ -324,7 +323,9 @@ WRONG_PACKED = mistakes_for(check_packed_from_heads, [
     (_pack_without_no_grad, ["leaf Variable", "放进 with torch.no_grad(): 里"]),
 ])
 
-test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_REPAIR, WRONG_PACKED)
+# residue of issue 27: d_model / n_heads gives 64.0, named (the prompt asks for integers)
+WRONG_FLOAT = mistakes_for(check_split_shape, [(lambda B, L, d, h: (B, h, L, d / h), ["小数", "//"])])
+test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_REPAIR, WRONG_PACKED, WRONG_FLOAT)
 test_new_right_answers_pass = right_answers(RIGHT_REPAIR, RIGHT_PACKED)
 test_new_stubs_are_not_done = not_done_answers(NOT_DONE_REPAIR)
 

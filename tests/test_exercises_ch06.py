@@ -147,6 +147,8 @@ def swap_in_place(concat, i, j, h):
 FAILS = ["undoes_split", "per_token"]
 RIGHT_NEW = [
              (check_swap_heads, swap_ref),
+             (check_swap_heads, lambda c, i, j, h: mha.merge_heads(  # the prompt forbids nothing (issue 27)
+                 mha.split_heads(c, h)[:, [j if t == i else i if t == j else t for t in range(h)]])),
              (check_swap_heads, lambda c, i, j, h: torch.cat([c[..., (j if t == i else i if t == j else t) * (c.shape[-1] // h):][..., :c.shape[-1] // h]
                                                                for t in range(h)], -1))]
 WRONG_NEW = [

@@ -196,8 +196,8 @@ WRONG_8_2 = mistakes_for(check_load_from_torch, [
     (load_without_out_bias, "W_o 的偏置没有复制"),
     (lambda o, r: None, "没有把权重复制"),
     (load_new_layer, "返回了一个新的层"),
-    (load_via_mha, "这道题要你自己实现，不能调用现成的 mha.interop.from_torch"),
-    (load_via_to_torch, "不能调用现成的 mha.interop.to_torch"),
+    (load_via_mha, "这道题要你自己实现，不能调用现成的 mha.from_torch"),
+    (load_via_to_torch, "不能调用现成的 mha.to_torch"),
     (load_and_damage_reference, "修改了输入：原地改动了传进来的参数 reference.out_proj.weight"),
     (load_replacing_linear, "换成了 NoneType"),
     (load_as_float32, "dtype"),
@@ -381,7 +381,7 @@ class WrapsTorchLazily(LoopMHA):
         inner.in_proj_weight = nn.Parameter(torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight]))
         inner.in_proj_bias = nn.Parameter(torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]))
         inner.out_proj = self.W_o
-        attn_mask = None if mask is None else mha.masks.to_torch_attn_mask(mask)
+        attn_mask = None if mask is None else mha.to_torch_attn_mask(mask)
         return inner(Q, K, V, attn_mask=attn_mask, need_weights=False)[0]
 
 
@@ -403,11 +403,11 @@ SHORTCUTS_8_3 = mistakes_for(check_my_multihead_attention, [
     (mha.GroupedQueryAttention, "不能直接用现成的 mha.GroupedQueryAttention（你交上来的类就是它）"),
     (WrapsTorch, "这道题要你自己实现，不能调用现成的 nn.MultiheadAttention"),
     (WrapsTorchLazily, "这道题要你自己实现，不能调用现成的 nn.MultiheadAttention"),
-    (WrapsOurs, "这道题要你自己实现，不能调用现成的 mha.layer.MultiHeadAttention"),
+    (WrapsOurs, "这道题要你自己实现，不能调用现成的 mha.MultiHeadAttention"),
     (make_class(sdpa=True), "这道题要你自己实现，不能调用现成的 F.scaled_dot_product_attention"),
-    (make_class(mha_step="split"), "不能调用现成的 mha.steps.split_heads"),
-    (make_class(mha_step="attention"), "不能调用现成的 mha.steps.attention"),
-    (make_class(mha_step="merge"), "不能调用现成的 mha.steps.merge_heads"),
+    (make_class(mha_step="split"), "不能调用现成的 mha.split_heads"),
+    (make_class(mha_step="attention"), "不能调用现成的 mha.attention"),
+    (make_class(mha_step="merge"), "不能调用现成的 mha.merge_heads"),
 ])
 
 

@@ -60,8 +60,8 @@ PAD_WRONG = mistakes_for(check_padding_mask, [  # (answer, words the verdict mus
     (lambda ids, p: (ids != p).float()[:, None, None, :], ["dtype"]),
     (lambda ids, p: torch.ones(ids.shape[0], 1, 1, ids.shape[1], dtype=torch.bool), ["位置不对"]),
     # forbidden shortcut, however it is reached
-    (lambda ids, p: mha.padding_mask(ids, p), [SHORTCUT, "mha.masks.padding_mask"]),
-    (lambda ids, p: mha.masks.padding_mask(ids, p).clone(), [SHORTCUT, "padding_mask"]),
+    (lambda ids, p: mha.padding_mask(ids, p), [SHORTCUT, "mha.padding_mask"]),
+    (lambda ids, p: mha.padding_mask(ids, p).clone(), [SHORTCUT, "padding_mask"]),
     # the caller's ids changed in place, named with the student's own argument name
     (pad_mutates, [MUTATED, "参数 ids"]),
     (lambda ids, p: None, ["返回了 None", "return"]),
@@ -241,7 +241,7 @@ WIDTHS_WRONG = mistakes_for(check_middle_widths, [
     (widths_map(lambda s: (True,) + s[1:], ["v"]), ["布尔值"]),
     (widths_map(lambda s: torch.zeros(s), ["q"]), ["tuple(t.shape)"]),
     (widths_map(str, ["k"]), ['shapes["k"]', "tuple"]),
-    (widths_by_running_mha, [SHORTCUT, "mha.steps.split_heads"]),
+    (widths_by_running_mha, [SHORTCUT, "mha.split_heads"]),
     (lambda *a: [widths_ok(*a)], ["dict"]),
     (lambda *a: None, ["返回了 None"]),
 ])
@@ -318,7 +318,7 @@ ALL_HEADS_WRONG = mistakes_for(check_all_head_weights, [
     (lambda q, k, h, m: all_heads_ok(q, k.detach(), h, m), ["梯度传不到 k_proj"]),
     (all_heads_wrong_gradient, ["梯度不对", "q_proj"]),
     (lambda q, k, h, m: mha.masked_softmax(mha.attention_scores(mha.split_heads(q[None], h), mha.split_heads(k[None], h)), m)[0],
-     ["不能调用现成的", "mha.steps.split_heads"]),
+     ["不能调用现成的", "mha.split_heads"]),
     (lambda q, k, h, m: F.scaled_dot_product_attention(q, k, k), ["不能调用现成的", "scaled_dot_product_attention"]),
     (lambda q, k, h, m: q @ k, ["运行时抛出了"]),  # a torch error inside the student's code
     (lambda q, k, h, m: None, ["返回了 None"]),

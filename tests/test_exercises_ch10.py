@@ -141,7 +141,7 @@ WINDOW_WRONG = mistakes_for(check_window_mask, [
     (lambda L, w: window_ok(L, w)[None, None], ["形状", "(L, L)"]),
     (lambda L, w: window_ok(L, 2), ["window_mask(6, 3)"]),  # a fixed window
     (lambda L, w: window_ok(L, min(w, 4)), ["window_mask(8, 8)", "不对"]),  # wrong only for a wide window
-    (lambda L, w: mha.causal_mask(L) & ~mha.causal_mask(L).tril(-w), [SHORTCUT, "mha.masks.causal_mask"]),
+    (lambda L, w: mha.causal_mask(L) & ~mha.causal_mask(L).tril(-w), [SHORTCUT, "mha.causal_mask"]),
     (lambda L, w: None, ["返回了 None"]),
     (raise_value_error, ["ValueError: boom"]),
 ])
@@ -211,8 +211,8 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
     (lambda ids, p: (ids > p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
      ["pad_id = 3", "不对"]),  # `>` instead of `!=`
     (lambda ids, p: mha.padding_mask(ids, p) & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
-     [SHORTCUT, "mha.masks.padding_mask"]),
-    (lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1]), [SHORTCUT, "mha.masks.causal_mask"]),
+     [SHORTCUT, "mha.padding_mask"]),
+    (lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1]), [SHORTCUT, "mha.causal_mask"]),
     (lambda ids, p: (ids != p) @ torch.ones(3, 3), ["运行时抛出了"]),  # a torch error inside the student's code
     (lambda ids, p: None, ["返回了 None"]),
     (raise_value_error, ["ValueError: boom"]),
@@ -290,7 +290,7 @@ SHAPES_WRONG = mistakes_for(check_cross_attention_shapes, [
     (shapes_map(lambda s: (s[0] + 0.5,) + s[1:], ["k"]), ['shapes["k"]', "应该是整数"]),
     (shapes_map(lambda s: (np.bool_(True),) + s[1:], ["k"]), ["布尔值"]),
     (shapes_map(lambda s: torch.zeros(s), ["q"]), ["tuple(t.shape)"]),
-    (shapes_by_running_mha, [SHORTCUT, "mha.layer.MultiHeadAttention"]),
+    (shapes_by_running_mha, [SHORTCUT, "mha.MultiHeadAttention"]),
     (shapes_by_running_torch, [SHORTCUT, "nn.MultiheadAttention"]),
     (lambda *a: None, ["返回了 None"]),
 ])

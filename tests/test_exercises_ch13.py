@@ -362,3 +362,50 @@ def _zeroing_hook(dtype):
 def test_13_3_names_a_dtype_mismatch(capsys, dtype):
     ok, line = verdict(capsys, check_zero_head_hook, _zeroing_hook(dtype))
     assert ok is False and "dtype" in line and str(dtype) in line, line
+
+
+# ---------------------------------------------------------------- 13.2 residues (issue 27)
+def continue_by_decode_target(model, src, src_mask, prefix):
+    """Honest: the written ids collected, the strings built by the library's own decode_target."""
+    from mha.numerals.data import MAX_TARGET_LEN, decode_target
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    feed = [BOS] + [TGT_TOKENS.index(c) for c in prefix]
+    token, caches, written, done = torch.full((B, 1), feed[0]), None, [], torch.zeros(B, dtype=torch.bool)
+    for step in range(MAX_TARGET_LEN):
+        logits, caches = model.decode_step(token, memory, src_mask, caches)
+        if step + 1 < len(feed):
+            token = torch.full((B, 1), feed[step + 1])
+            continue
+        nxt = logits.argmax(-1)  # (B,)
+        written.append(nxt)
+        done |= nxt == EOS
+        if done.all():
+            break
+        token = nxt[:, None]
+    return [prefix + s for s in decode_target(torch.stack(written, 1))]
+
+
+def continue_writing_after_eos(model, src, src_mask, prefix):
+    """Wrong: a row that wrote <eos> keeps adding what the model writes afterwards (no done flag per row)."""
+    from mha.numerals.data import MAX_TARGET_LEN
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    feed = [BOS] + [TGT_TOKENS.index(c) for c in prefix]
+    token, caches, answers, seen = torch.full((B, 1), feed[0]), None, [prefix] * B, torch.zeros(B, dtype=torch.bool)
+    for step in range(MAX_TARGET_LEN):
+        logits, caches = model.decode_step(token, memory, src_mask, caches)
+        if step + 1 < len(feed):
+            token = torch.full((B, 1), feed[step + 1])
+            continue
+        nxt = logits.argmax(-1)
+        answers = [a + (TGT_TOKENS[n] if n != EOS and TGT_TOKENS[n].isdigit() else "") for a, n in zip(answers, nxt.tolist())]
+        seen |= nxt == EOS
+        if seen.all():
+            break
+        token = nxt[:, None]
+    return answers
+
+
+test_residues_13_2_right = right_answers(answers_for(check_continue_prefix, [continue_by_decode_target]))
+test_residues_13_2_wrong = wrong_answers(mistakes_for(check_continue_prefix, [(continue_writing_after_eos, "<eos>")]))

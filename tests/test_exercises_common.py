@@ -5,6 +5,7 @@ never an exception); each call prints exactly one line and returns a bool. The c
 (tests/test_exercises_chNN.py) test what is specific to each exercise.
 """
 import math
+import re
 import sys
 import threading
 import warnings
@@ -321,3 +322,25 @@ def test_a_verdict_is_its_bool_and_a_notebook_shows_nothing_for_it(capsys):
     formatter = DisplayFormatter()
     assert formatter.format(ok) == ({}, {})
     assert formatter.format(True) != ({}, {})  # a plain bool would show
+
+
+def test_the_summary_lists_exercises_in_order_and_leaves_reference_answers_out(capsys):
+    """ch02's checkers are defined 2.2 before 2.1; the summary still lists 2.1 first. A reference-solution
+    cell calls the checker with record=False: it is not counted (issue 27)."""
+    from mha.exercises._core import _REGISTRY
+    saved = {k: list(v) for k, v in _REGISTRY["ch02"].items()}
+    try:
+        for entry in _REGISTRY["ch02"].values():
+            entry[1] = None
+        ex.check_pe_shift_matrix(None)  # the student's cell, still a stub
+        ex.check_pe_bug({"crashes": (2, 3), "silently_wrong": (1, 3), "fixed": None}, record=False)  # a reference cell
+        capsys.readouterr()
+        assert list(ex.results("ch02")) == ["2.1", "2.2", "2.3"]
+        assert ex.results("ch02") == {"2.1": "todo", "2.2": None, "2.3": None}
+        ex.summary("ch02")
+        lines = capsys.readouterr().out.splitlines()
+        assert [re.search(r"\d+\.\d+", line).group() for line in lines[1:4]] == ["2.1", "2.2", "2.3"], lines
+        assert lines[-1] == "通过 0 / 3", lines
+    finally:
+        for k, v in saved.items():
+            _REGISTRY["ch02"][k] = v

@@ -122,6 +122,9 @@ def _codes(item) -> dict:
     name, item = item if isinstance(item, tuple) else (None, item)  # (how a verdict names it, the function)
     fns = [getattr(item, m) for m in ("__init__", "forward") if m in vars(item)] if isinstance(item, type) else [item]
     module = readers_name(item.__module__)
+    import mha
+    if getattr(mha, getattr(item, "__name__", ""), None) is item:  # what the chapters write: mha.split_heads
+        module = "mha"
     name = name or (f"nn.{item.__qualname__}" if module.startswith("torch.nn") else f"{module}.{item.__qualname__}")
     return {inspect.unwrap(fn).__code__: name for fn in fns if hasattr(inspect.unwrap(fn), "__code__")}
 
@@ -131,7 +134,12 @@ def _torch_name(func) -> str:
     if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return f"torch.ops.{func}"
     name = getattr(func, "__name__", "?")
-    return f"F.{name}" if getattr(torch.nn.functional, name, None) is func else f"torch.{name}"
+    if getattr(torch.nn.functional, name, None) is func:
+        return f"F.{name}"
+    space, _, short = name.partition("_")  # torch.linalg.pinv is the builtin linalg_pinv
+    if space in ("linalg", "fft", "special") and getattr(getattr(torch, space), short, None) is func:
+        return f"torch.{space}.{short}"
+    return f"torch.{name}"
 
 
 class _Watch(TorchFunctionMode):
@@ -579,11 +587,16 @@ def _unexpected(error: BaseException) -> str:
     return f"检查时出错（{exception_text(error)}）"
 
 
+def _number(exercise_id: str) -> tuple:
+    return tuple(int(n) for n in exercise_id.split("."))
+
+
 def results(chapter: str) -> dict:
-    """``{exercise id: "pass" | "fail" | "todo" | None}`` for one chapter (None = not attempted)."""
+    """``{exercise id: "pass" | "fail" | "todo" | None}`` for one chapter (None = not attempted), in exercise order;
+    reference-solution cells call the checker with ``record=False`` and are not counted."""
     if chapter not in _REGISTRY:
         raise ValueError(f"unknown chapter {chapter!r}; known: {list(_REGISTRY)}")
-    return {k: v[1] for k, v in _REGISTRY[chapter].items()}
+    return {k: _REGISTRY[chapter][k][1] for k in sorted(_REGISTRY[chapter], key=_number)}
 
 
 def summary(chapter: str) -> None:
@@ -591,8 +604,8 @@ def summary(chapter: str) -> None:
     res = results(chapter)
     marks = {"pass": PASS, "fail": FAIL, "todo": TODO, None: "· 未运行"}
     print(f"本章练习（{chapter}）：")
-    for exercise_id, (title, _) in _REGISTRY[chapter].items():
-        print(f"  {marks[res[exercise_id]]}  {exercise_id} {title}")
+    for exercise_id, status in res.items():
+        print(f"  {marks[status]}  {exercise_id} {_REGISTRY[chapter][exercise_id][0]}")
     n_pass = sum(1 for s in res.values() if s == "pass")
     print(f"通过 {n_pass} / {len(res)}")
 

@@ -83,7 +83,8 @@ def check_count_parameters_general(fn):
     for d, h, d_k, d_v in [(512, 8, 64, 64), (12, 3, 5, 2), (8, 2, 3, 7), (6, 1, 4, 4)]:
         for bias in (True, False):
             got = as_int(call(fn, d, h, d_k, d_v, bias, what="你的函数",
-                              forbid=(("nn.Module（建一个层）", nn.Module.__init__),),
+                              forbid=(("nn.Module（建一个层）", nn.Module.__init__),
+                                      ("nn.Parameter（复制一个层再改它的形状，也是建了一个层）", nn.Parameter.__new__)),
                               shortcut_hint="这道题要你用公式算，不要创建任何 nn.Module（包括 nn.Linear）去数"), "返回值")
             want = _general_count(d, h, d_k, d_v, bias)
             if got == want:

@@ -37,7 +37,11 @@ def check_split_shape(fn):
     for B, L, d_model, n_heads in SHAPE_CASES:
         want = tuple(split_heads(torch.zeros(B, L, d_model), n_heads).shape)  # (B, h, L, d_k)
         d_k = want[-1]
-        got = as_shape(call(fn, B, L, d_model, n_heads, what="你的函数"), "返回值")
+        out = call(fn, B, L, d_model, n_heads, what="你的函数")
+        got = as_shape(out, "返回值")
+        if isinstance(out, (tuple, list)) and any(isinstance(n, float) for n in out):
+            raise Mistake(f"返回值 {tuple(out)} 里有小数（例如 d_model / n_heads 得到 64.0）：形状是整数，"
+                          "用整除 d_model // n_heads")
         if got == want:
             continue
         args = f"(B, L, d_model, n_heads) = {(B, L, d_model, n_heads)}"

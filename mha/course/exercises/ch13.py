@@ -127,7 +127,8 @@ def _recording_model_class():
         """The shipped model, counting the calls of ``encode``, ``decode_step`` and ``decode``."""
 
         def reset(self):
-            self.encodes, self.steps, self.full_decodes = 0, [], 0
+            self.encodes, self.steps, self.full_decodes, self.finished = 0, [], 0, None
+            self.forced = 0  # decode steps whose output the prefix overrides
 
         def encode(self, *args, **kwargs):
             self.encodes += 1
@@ -139,8 +140,24 @@ def _recording_model_class():
                     "mask": src_mask is not None}
             self.steps.append(step)
             out = super().decode_step(token, memory, src_mask, caches, need_weights)
+            out = (self._after_eos(out[0]),) + tuple(out[1:])
             step["argmax"] = out[0].detach().argmax(-1)  # (B,): what greedy decoding would write next
             return out
+
+        def _after_eos(self, logits):
+            """A row that already wrote <eos> now writes a digit: an answer that keeps writing after its
+            <eos> shows it (the right answer ignores what a finished row writes)."""
+            from ..numerals.data import EOS, TGT_TOKENS
+            if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+                return logits
+            if self.finished is not None and self.finished.shape[0] == logits.shape[0] and self.finished.any():
+                logits = logits.clone()
+                logits[self.finished, TGT_TOKENS.index("7")] = logits.detach().max() + 10.0
+            if len(self.steps) <= self.forced:  # still feeding the prefix: nothing is written yet
+                return logits
+            wrote = logits.detach().argmax(-1) == EOS
+            self.finished = wrote if self.finished is None or self.finished.shape != wrote.shape else self.finished | wrote
+            return logits
 
         def decode(self, tgt_in, memory, src_mask, need_weights=False):
             self.full_decodes += 1
@@ -195,7 +212,8 @@ def _cut_mistakes(answers, want, wrong, case):
     if all(answers[j] == want[j] + "<eos>" for j in wrong):
         raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
     if all(answers[j].startswith(want[j]) for j in wrong):
-        raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
+        raise Mistake(f"没有在各自的 <eos> 处截断：一个数写出 <eos> 之后还在往它的答案里加字；一批里短的数字早就写完了，"
+                      f"之后的输出要丢掉{case}")
     if all(want[j].startswith(answers[j]) for j in wrong):
         raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
 
@@ -295,6 +313,7 @@ def check_continue_prefix(fn):
             want, needed = _continue_reference(model, words, prefix)
             plain = model.translate(words)
         model.reset()
+        model.forced = len(prefix)
         out = call(fn, model, src, src_mask, prefix, what="你的函数", forbid=_decode_shortcuts(),
                    shortcut_hint="自己写解码循环：用 model.encode 和 model.decode_step")
         answers = _answers(out, len(words))
