@@ -224,7 +224,7 @@ def _sdpa_by(run):
 
 SDPA = F.scaled_dot_product_attention
 # Each way of reaching the fused kernel the prompt forbids is named (the checker is no exam: switching the
-# watch off is not a trick it fights, see mha/course/exercises/_core.py).
+# watch off is not a trick it fights, see mha/course/exercises/guard.py).
 ATTENTION_SHORTCUTS = [
     (lambda q, k, v, m: SDPA(q, k, v, m), "F.scaled_dot_product_attention"),
     (lambda q, k, v, m: torch.ops.aten.scaled_dot_product_attention(q, k, v, m), "torch.ops.aten.scaled_dot_product_attention"),
@@ -312,7 +312,7 @@ def test_a_verdict_is_its_bool_and_a_notebook_shows_nothing_for_it(capsys):
     """The check cell's last line is the checker call: no stray True/False under the printed verdict."""
     from IPython.core.formatters import DisplayFormatter
 
-    from mha.exercises._core import Verdict
+    from mha.exercises.verdicts import Verdict
 
     checker = CHECKERS[0]
     ok = checker(None, record=False)
@@ -327,7 +327,7 @@ def test_a_verdict_is_its_bool_and_a_notebook_shows_nothing_for_it(capsys):
 def test_the_summary_lists_exercises_in_order_and_leaves_reference_answers_out(capsys):
     """ch02's checkers are defined 2.2 before 2.1; the summary still lists 2.1 first. A reference-solution
     cell calls the checker with record=False: it is not counted (issue 27)."""
-    from mha.exercises._core import _REGISTRY
+    from mha.exercises.verdicts import _REGISTRY
     saved = {k: list(v) for k, v in _REGISTRY["ch02"].items()}
     try:
         for entry in _REGISTRY["ch02"].values():

@@ -14,7 +14,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._core import Mistake, NotDone, as_int, as_shape, call, checker, is_stub, name_the_match, part
+from .answers import as_int, as_shape, name_the_match, part
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_dependency_matrix"]
 
@@ -277,7 +279,7 @@ def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
         value = torch.tensor([[as_flag(v, what) for v in r] for r in rows], dtype=torch.bool).reshape(L, L)
     if not isinstance(value, torch.Tensor):
         raise Mistake(f"{what} 应该是 {L}×{L} 的 True/False 矩阵（张量或由 {L} 行组成的 list），却是 {type(value).__name__}")
-    from ._core import plain
+    from .answers import plain
     value = plain(value).detach()
     if value.is_complex() or value.dtype.is_floating_point and not torch.isfinite(value).all():
         raise Mistake(f"{what} 里有复数、NaN 或 inf；要的是 True/False（或 0/1）")

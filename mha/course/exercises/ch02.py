@@ -14,7 +14,10 @@ import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
-from ._core import Mistake, NotDone, call, checker, expect_gradients, expect_tensor, is_stub, part
+from .answers import expect_tensor, part
+from .gradients import expect_gradients
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_pe_shift_matrix", "check_pe_bug", "check_run_stack"]
 
@@ -48,7 +51,7 @@ def _run_buggy(B: int, L: int):
 
 
 def _batch_shape(value, what: str) -> tuple:
-    from ._core import as_shape
+    from .answers import as_shape
     shape = as_shape(value, what)
     if len(shape) != 2 or min(shape) < 1 or max(shape) > 64:
         raise Mistake(f"{what} 应该是 token_ids 的形状 (B, L)，两个 1 到 64 之间的整数，却是 {shape}")

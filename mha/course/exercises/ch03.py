@@ -13,8 +13,11 @@ from torch import nn
 
 from mha.steps import project
 
-from ._core import (LINEAR, PREDICT_SHAPES, Mistake, as_shape_dict, as_int, call, checker, expect_close, expect_gradients,
-                    expect_tensor)
+from .answers import as_int, as_shape_dict, expect_close, expect_tensor
+from .gradients import expect_gradients
+from .guard import LINEAR, PREDICT_SHAPES
+from .running import call
+from .verdicts import checker, Mistake
 
 __all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_packed_head_k"]
 

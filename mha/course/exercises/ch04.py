@@ -15,8 +15,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, is_stub, part)
+from .answers import as_shape, expect_close, expect_shape, expect_tensor, part
+from .gradients import expect_gradients
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_split_shape", "check_split_bug_repair", "check_packed_from_heads"]
 

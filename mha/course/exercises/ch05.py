@@ -15,8 +15,11 @@ import torch
 
 from mha.masks import causal_mask
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
-from ._core import (SDPA, Mistake, torch_mha, NotDone, as_number, as_shape, call, checker, expect_close,
-                    expect_gradients, expect_shape, expect_tensor, is_plain_tensor, is_stub, short_repr)
+from .answers import as_number, as_shape, expect_close, expect_shape, expect_tensor, is_plain_tensor
+from .gradients import expect_gradients
+from .guard import SDPA, torch_mha
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone, short_repr
 
 __all__ = ["check_scores_shape", "check_dot_product_variance_scaled",
            "check_attention_weights"]

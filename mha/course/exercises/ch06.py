@@ -12,8 +12,10 @@ from __future__ import annotations
 import torch
 
 from mha.steps import merge_heads, split_heads
-from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, is_stub)
+from .answers import as_shape, expect_close, expect_shape, expect_tensor
+from .gradients import expect_gradients
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_concat_shapes", "check_merge_bug_repair", "check_swap_heads"]
 

@@ -12,8 +12,10 @@ from torch import nn
 
 from mha.layer import MultiHeadAttention
 from mha.steps import merge_heads, project
-from ._core import (Mistake, NotDone, as_int, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, is_stub)
+from .answers import as_int, expect_close, expect_shape, expect_tensor
+from .gradients import expect_gradients
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_w_o_params_dv", "check_concat_from_output", "check_remove_head"]
 

@@ -17,8 +17,11 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from ._core import (SDPA, Mistake, torch_mha, NotDone, as_shape_dict, call, checker, expect_close,
-                    expect_gradients, expect_tensor, is_stub)
+from .answers import as_shape_dict, expect_close, expect_tensor
+from .gradients import expect_gradients
+from .guard import SDPA, torch_mha
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
 
@@ -423,7 +426,7 @@ def check_scale_bug(answer):
     """``answer = {"right_anyway_heads": int, "factor": float}``: for d_model = 512, the n_heads with which a layer
     dividing by sqrt(d_model) (instead of sqrt(d_k)) is right anyway, and by what factor its scaled scores
     differ from the right ones when n_heads = 8."""
-    from ._core import as_int, as_number, part
+    from .answers import as_int, as_number, part
     if is_stub(answer):
         raise NotDone()
     if not isinstance(answer, dict) or not {"right_anyway_heads", "factor"} <= set(answer):

@@ -19,8 +19,11 @@ from mha.layer import MultiHeadAttention
 from mha.masks import padding_mask, padding_mask_from_lengths
 from mha.steps import fused_attention, attention
 from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
-from ._core import (PREDICT_SHAPES, SDPA, Mistake, torch_mha, as_shape_dict, call, checker, expect_close, expect_gradients,
-                    expect_shape, expect_tensor)
+from .answers import as_shape_dict, expect_close, expect_shape, expect_tensor
+from .gradients import expect_gradients
+from .guard import PREDICT_SHAPES, SDPA, torch_mha
+from .running import call
+from .verdicts import checker, Mistake
 
 __all__ = ["check_padding_mask", "check_all_head_weights", "check_middle_widths", "check_zero_weights"]
 
@@ -283,7 +286,8 @@ def zero_weights_truth(B, h, L, lengths) -> int:
 def check_zero_weights(answer):
     """``answer``: how many entries of the (B, h, L, L) weights are exactly 0 for B = 2 sentences of L = 4 tokens
     with lengths [4, 2], h = 2 heads and the key padding mask (B, 1, 1, S)."""
-    from ._core import NotDone, as_int, is_stub
+    from .answers import as_int
+    from .verdicts import is_stub, NotDone
     if is_stub(answer):
         raise NotDone()
     n = as_int(answer, "你的答案")

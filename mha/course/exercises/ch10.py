@@ -15,8 +15,10 @@ import torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths
 from mha.steps import apply_causal, attention_scores, merge_heads, project, attention, split_heads
-from ._core import (PREDICT_SHAPES, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor,
-                    name_the_match)
+from .answers import as_shape_dict, expect_shape, expect_tensor, name_the_match
+from .guard import PREDICT_SHAPES
+from .running import call
+from .verdicts import checker, Mistake
 
 __all__ = ["check_window_mask", "check_decoder_mask",
            "check_cross_attention_shapes", "check_cache_step_mask"]
@@ -267,7 +269,8 @@ def check_cache_step_mask(answer):
     """``answer = {"buggy_sees": [key positions], "mask": fn}``: which keys the new token (L = 1, S = 5) may see
     with ``torch.ones(1, 5).tril().bool()`` (top-left aligned), and ``fn(L, S) -> (L, S) bool`` for L new
     queries after S - L cached tokens (query r sits at position S - L + r)."""
-    from ._core import NotDone, is_stub, part
+    from .answers import part
+    from .verdicts import is_stub, NotDone
     if is_stub(answer):
         raise NotDone()
     if not isinstance(answer, dict) or not {"buggy_sees", "mask"} <= set(answer):

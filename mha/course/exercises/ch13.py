@@ -13,7 +13,9 @@ import functools
 
 import torch
 
-from ._core import Mistake, NotDone, call, checker, exception_text, expect_close, expect_shape, expect_tensor, is_stub
+from .answers import expect_close, expect_shape, expect_tensor
+from .running import call
+from .verdicts import checker, exception_text, is_stub, Mistake, NotDone
 
 __all__ = ["check_pad_numerals", "check_continue_prefix", "check_zero_head_hook"]
 
