@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from .exercises import ch01, ch02, ch05, ch06, ch07, ch08, ch09, ch10
+from .exercises.records import RECORDS
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask
 from mha.steps import attention_scores, merge_heads, project, split_heads
@@ -289,7 +290,7 @@ def _scores_shape():
         f"交叉注意力：B = {B}，query 每句 L = {L} 个 token，key/value 每句 S = {S} 个，d_model = {d}，"
         f"n_heads = {h}。分头之后 scores = Q Kᵀ / √d_k 的形状是？", truth,
         "每个头是 (L, d_k) @ (d_k, S) = (L, S)，再带上前面的 (B, h)。",
-        [(shapes[0], f"{shapes[0]} {why}。") for shapes, why in ch05.scores_mistakes()[:4]])]
+        [(w.answers[0], f"{w.answers[0]} {w.why}。") for w in RECORDS["5.1"].wrongs(B, h, L, S, d_k)[:4]])]
 
 
 def measured_variance(d_k: int, n: int = 20_000, scale: bool = False) -> float:

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .answers import as_int, as_shape, name_the_match, part
+from .answers import as_int, name_the_match, part
+from .records import Exercise, Wrong, predict_shape
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -65,25 +66,20 @@ def cross_output_shape(B: int, L: int, S: int, d_model: int, n_heads: int) -> tu
         return tuple(layer(torch.zeros(B, L, d_model), torch.zeros(B, S, d_model), torch.zeros(B, S, d_model)).shape)
 
 
-@checker("ch01", "1.1", "预测交叉注意力的输出形状（L ≠ S）")
-def check_output_shape_cross(answer):
-    """``answer``: the shape of ``MultiHeadAttention(12, 3)(q, kv, kv)`` for q (2, 7, 12) and kv (2, 5, 12)."""
-    if is_stub(answer):
-        raise NotDone()
-    B, L, S, d_model, h = (CROSS_SHAPE_QUESTION[k] for k in ("B", "L", "S", "d_model", "n_heads"))
+def _cross_wrongs(B, L, S, d_model, h):
     d_k = d_model // h
-    shape = as_shape(answer, "你的答案")
-    truth = cross_output_shape(B, L, S, d_model, h)
-    if shape == truth:
-        return
-    if shape == (B, S, d_model):
-        raise Mistake(f"{shape} 的长度跟着 Key/Value（S = {S}）走了：每个 query 得到一个输出向量，"
-                      f"输出有几行由 Query 的长度 L = {L} 决定；S 只决定每个 query 在几个 key 之间分配权重")
-    if shape in ((B, h, L, S), (B, L, S)):
-        raise Mistake(f"{shape} 是注意力权重（L 个 query 对 S 个 key 的分数）的形状，不是输出 x′ 的形状")
-    if shape in ((B, h, L, d_k), (B, L, d_k)):
-        raise Mistake(f"{shape} 是分头之后的中间形状（或一个头的宽度 d_k = {d_k}）；Concat 和最终 Linear 会把宽度还原成 d_model")
-    raise Mistake(f"你的答案 {shape} 不对。提示：输出的每一行对应一个 query；宽度呢？")
+    return [Wrong("length of Key/Value", ((B, S, d_model),),
+                  f"的长度跟着 Key/Value（S = {S}）走了：每个 query 得到一个输出向量，"
+                  f"输出有几行由 Query 的长度 L = {L} 决定；S 只决定每个 query 在几个 key 之间分配权重"),
+            Wrong("the weights' shape", ((B, h, L, S), (B, L, S)), "是注意力权重（L 个 query 对 S 个 key 的分数）的形状，不是输出 x′ 的形状"),
+            Wrong("split, before Concat", ((B, h, L, d_k), (B, L, d_k)),
+                  f"是分头之后的中间形状（或一个头的宽度 d_k = {d_k}）；Concat 和最终 Linear 会把宽度还原成 d_model")]
+
+
+check_output_shape_cross = predict_shape(Exercise(
+    "1.1", "ch01", "预测交叉注意力的输出形状（L ≠ S）", "shape", cross_output_shape, _cross_wrongs,
+    hint=lambda *case_and_got: f"你的答案 {case_and_got[-1]} 不对。提示：输出的每一行对应一个 query；宽度呢？",
+    cases=(tuple(CROSS_SHAPE_QUESTION[k] for k in ("B", "L", "S", "d_model", "n_heads")),)))
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)

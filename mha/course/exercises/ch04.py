@@ -17,6 +17,7 @@ from torch import nn
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, expect_shape, expect_tensor, part
 from .gradients import expect_gradients
+from .records import Exercise, Wrong, predict_shape
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -33,32 +34,27 @@ def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
 SHAPE_CASES = [(2, 4, 512, 8), (3, 5, 6, 2), (1, 7, 12, 3), (4, 2, 64, 16)]  # (B, L, d_model, n_heads)
 
 
-@checker("ch04", "4.1", "预测分头之后的形状")
-def check_split_shape(fn):
-    """``fn(B, L, d_model, n_heads)`` must return (B, h, L, d_k)."""
-    for B, L, d_model, n_heads in SHAPE_CASES:
-        want = tuple(split_heads(torch.zeros(B, L, d_model), n_heads).shape)  # (B, h, L, d_k)
-        d_k = want[-1]
-        out = call(fn, B, L, d_model, n_heads, what="你的函数")
-        got = as_shape(out, "返回值")
-        if isinstance(out, (tuple, list)) and any(isinstance(n, float) for n in out):
-            raise Mistake(f"返回值 {tuple(out)} 里有小数（例如 d_model / n_heads 得到 64.0）：形状是整数，"
-                          "用整除 d_model // n_heads")
-        if got == want:
-            continue
-        args = f"(B, L, d_model, n_heads) = {(B, L, d_model, n_heads)}"
-        if got == (B, L, n_heads, d_k):
-            raise Mistake(f"{args} 时你答 {got}：这是只做了 view、还没 transpose 的形状；"
-                          f"分头后 head 轴要排在 token 轴前面，应为 (B, h, L, d_k) = {want}")
-        if got == (B, n_heads, L, d_model):
-            raise Mistake(f"{args} 时你答 {got}：每个头只分到 d_k = d_model / h = {d_k} 个数，不是整条 d_model；应为 {want}")
-        if got == (B, d_k, L, n_heads) or got == (B, L, d_k, n_heads):
-            raise Mistake(f"{args} 时你答 {got}：把 h 和 d_k 的位置弄反了（h = {n_heads} 个头，每头 d_k = {d_k} 维）；应为 {want}")
-        if got == (B, n_heads, d_k, L):
-            raise Mistake(f"{args} 时你答 {got}：最后两维反了，每个头是 (L, d_k) 的一段序列；应为 {want}")
-        if got == (n_heads, L, d_k):
-            raise Mistake(f"{args} 时你答 {got}：漏掉了 batch 维 B；应为 {want}")
-        raise Mistake(f"{args} 时你答 {got}，应为 (B, h, L, d_k) = {want}")
+def _split_wrongs(B, L, d_model, h):
+    d_k = d_model // h
+    want = (B, h, L, d_k)
+    return [Wrong("view without transpose", ((B, L, h, d_k),), "这是只做了 view、还没 transpose 的形状；"
+                  f"分头后 head 轴要排在 token 轴前面，应为 (B, h, L, d_k) = {want}"),
+            Wrong("whole d_model per head", ((B, h, L, d_model),),
+                  f"每个头只分到 d_k = d_model / h = {d_k} 个数，不是整条 d_model；应为 {want}"),
+            Wrong("h and d_k swapped", ((B, d_k, L, h), (B, L, d_k, h)),
+                  f"把 h 和 d_k 的位置弄反了（h = {h} 个头，每头 d_k = {d_k} 维）；应为 {want}"),
+            Wrong("last two axes swapped", ((B, h, d_k, L),), f"最后两维反了，每个头是 (L, d_k) 的一段序列；应为 {want}"),
+            Wrong("no batch axis", ((h, L, d_k),), f"漏掉了 batch 维 B；应为 {want}")]
+
+
+check_split_shape = predict_shape(Exercise(
+    "4.1", "ch04", "预测分头之后的形状", "shape function",
+    right=lambda B, L, d_model, h: tuple(split_heads(torch.zeros(B, L, d_model), h).shape),  # (B, h, L, d_k)
+    wrongs=_split_wrongs,
+    hint=lambda B, L, d_model, h, got: (f"(B, L, d_model, n_heads) = {(B, L, d_model, h)} 时你答 {got}，"
+                                        f"应为 (B, h, L, d_k) = {(B, h, L, d_model // h)}"),
+    cases=tuple(SHAPE_CASES),
+    say=lambda B, L, d_model, h, got: f"(B, L, d_model, n_heads) = {(B, L, d_model, h)} 时你答 {got}："))
 
 
 # ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)

@@ -15,9 +15,10 @@ import torch
 
 from mha.masks import causal_mask
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
-from .answers import as_number, as_shape, expect_close, expect_shape, expect_tensor, is_plain_tensor
+from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
+from .records import Exercise, Wrong, predict_shape
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone, short_repr
 
@@ -29,41 +30,28 @@ __all__ = ["check_scores_shape", "check_dot_product_variance_scaled",
 SCORES_CASE = dict(B=3, n_heads=4, L=5, S=7, d_model=64)  # d_k = 16
 
 
-def scores_mistakes() -> list:
-    """5.1's typical wrong shapes for SCORES_CASE, each with why it is wrong: ``[(shapes, explanation)]``.
-
-    The checker names them; the self-check on the page offers the first shape of each as a wrong choice.
-    """
-    B, h, L, S = (SCORES_CASE[k] for k in ("B", "n_heads", "L", "S"))
-    d_k = SCORES_CASE["d_model"] // h
+def _scores_wrongs(B, h, L, S, d_k) -> list:
+    """5.1's typical wrong shapes, each with why it is wrong; the self-check offers the first four."""
     return [
-        (((B, h, L, d_k),), "是 weights @ V 之后每个头输出的形状 (B, h, L, d_k)；"
-                            "scores 的最后一维数的是 key 有几个（S），d_k 在 Q Kᵀ 里被求和消掉了"),
-        (((B, h, S, L),), "把 L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key，所以是 (B, h, L, S)"),
-        (((B, h, L, L), (B, h, S, S)), f"是一个方阵，但这里 query 有 L={L} 个、key 有 S={S} 个，"
-                                        "scores 不一定是方阵（交叉注意力里 L ≠ S）"),
-        (((B, L, S), (B, S, L)), "少了头这一维：每个头都有自己的一张分数表"),
-        (((B, L, h, S), (h, B, L, S)), "的轴顺序不对：分头之后头的轴紧跟在 batch 后面，(B, h, ...)"),
-        (((B, h, d_k, d_k),), "是 Kᵀ Q 那一类的形状；Q Kᵀ 是 (L, d_k) @ (d_k, S)，被消掉的是 d_k"),
+        Wrong("each head's output", ((B, h, L, d_k),), "是 weights @ V 之后每个头输出的形状 (B, h, L, d_k)；"
+                                                     "scores 的最后一维数的是 key 有几个（S），d_k 在 Q Kᵀ 里被求和消掉了"),
+        Wrong("L and S swapped", ((B, h, S, L),), "把 L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key，所以是 (B, h, L, S)"),
+        Wrong("square", ((B, h, L, L), (B, h, S, S)), f"是一个方阵，但这里 query 有 L={L} 个、key 有 S={S} 个，"
+                                                       "scores 不一定是方阵（交叉注意力里 L ≠ S）"),
+        Wrong("no head axis", ((B, L, S), (B, S, L)), "少了头这一维：每个头都有自己的一张分数表"),
+        Wrong("axes out of order", ((B, L, h, S), (h, B, L, S)), "的轴顺序不对：分头之后头的轴紧跟在 batch 后面，(B, h, ...)"),
+        Wrong("K^T Q", ((B, h, d_k, d_k),), "是 Kᵀ Q 那一类的形状；Q Kᵀ 是 (L, d_k) @ (d_k, S)，被消掉的是 d_k"),
     ]
 
 
-@checker("ch05", "5.1", "预测 scores 的形状")
-def check_scores_shape(answer):
-    """``answer``: the shape of ``Q K^T / sqrt(d_k)`` for SCORES_CASE, as a tuple."""
-    B, h, L, S = (SCORES_CASE[k] for k in ("B", "n_heads", "L", "S"))
-    d_k = SCORES_CASE["d_model"] // h
-    if is_stub(answer):
-        raise NotDone()
-    shape = as_shape(answer, "scores 的形状")
-    right = tuple(attention_scores(torch.zeros(B, h, L, d_k), torch.zeros(B, h, S, d_k)).shape)  # (B, h, L, S)
-    if shape == right:
-        return
-    for shapes, why in scores_mistakes():
-        if shape in shapes:
-            raise Mistake(f"{shape} {why}")
-    raise Mistake(f"{shape} 不对。提示：每个头里 Q 是 (L, d_k)，Kᵀ 是 (d_k, S)，"
-                  f"再带上前面的 (B, h) 两维；这里 B={B}, h={h}, L={L}, S={S}, d_k={d_k}")
+check_scores_shape = predict_shape(Exercise(
+    "5.1", "ch05", "预测 scores 的形状", "shape",
+    right=lambda B, h, L, S, d_k: tuple(attention_scores(torch.zeros(B, h, L, d_k), torch.zeros(B, h, S, d_k)).shape),
+    wrongs=_scores_wrongs,
+    hint=lambda B, h, L, S, d_k, got: (f"{got} 不对。提示：每个头里 Q 是 (L, d_k)，Kᵀ 是 (d_k, S)，"
+                                       f"再带上前面的 (B, h) 两维；这里 B={B}, h={h}, L={L}, S={S}, d_k={d_k}"),
+    cases=((SCORES_CASE["B"], SCORES_CASE["n_heads"], SCORES_CASE["L"], SCORES_CASE["S"],
+            SCORES_CASE["d_model"] // SCORES_CASE["n_heads"]),)))
 
 
 # ---------------------------------------------------------------- 5.2

@@ -1,0 +1,68 @@
+"""Exercises as records: one plain record per exercise, read by its checker, the self-check and the tests.
+
+A record says what is right (computed by the course package, never typed in), the typical wrong answers with
+why each is wrong (the verdict text; the self-check offers the same answers as its wrong options), what the
+student's code may not call, and the kind of answer. A family of exercises shares one checker body:
+:func:`predict_shape` for the shape predictions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .answers import as_shape
+from .running import call
+from .verdicts import Mistake, NotDone, checker, is_stub
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A typical wrong answer: what the student did (``name``), the answers it gives, and why it is wrong."""
+    name: str
+    answers: tuple
+    why: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise. ``right``, ``wrongs`` and ``hint`` take the sizes of one case (``*case``)."""
+    id: str  # "5.1"
+    chapter: str  # "ch05"
+    title: str
+    kind: str  # "shape" (typed in), "shape function" (a function of the case's sizes returning the shape) ...
+    right: Callable  # (*case) -> the reference answer
+    wrongs: Callable  # (*case) -> [Wrong]
+    hint: Callable  # (*case, got) -> the verdict for a wrong answer that no Wrong names
+    cases: tuple = ((),)  # the sizes of each case the checker tries
+    forbids: tuple = ()  # what the student's code may not call (see guard.watch_shortcuts)
+    say: Callable = lambda *case_and_got: f"{case_and_got[-1]} "  # (*case, got) -> how a verdict starts
+
+
+RECORDS: dict = {}  # exercise id -> Exercise
+
+
+def predict_shape(ex: Exercise):
+    """The checker of a shape prediction: the shape typed in, or a function of the sizes that returns it."""
+    RECORDS[ex.id] = ex
+
+    @checker(ex.chapter, ex.id, ex.title)
+    def check(answer):
+        if is_stub(answer):
+            raise NotDone()
+        for case in ex.cases:
+            if ex.kind == "shape":
+                got = as_shape(answer, "你的答案")
+            else:
+                out = call(answer, *case, what="你的函数", forbid=ex.forbids)
+                got = as_shape(out, "返回值")
+                if isinstance(out, (tuple, list)) and any(isinstance(n, float) for n in out):
+                    raise Mistake(f"返回值 {tuple(out)} 里有小数（例如 d_model / n_heads 得到 64.0）：形状是整数，"
+                                  "用整除 d_model // n_heads")
+            truth = ex.right(*case)
+            if got == truth:
+                continue
+            for wrong in ex.wrongs(*case):
+                if got in wrong.answers:
+                    raise Mistake(ex.say(*case, got) + wrong.why)
+            raise Mistake(ex.hint(*case, got))
+    return check
