@@ -128,12 +128,13 @@ def expect_shape(x: torch.Tensor, expected, what: str, hint: str = "") -> None:
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
 
 
-def name_the_match(got: torch.Tensor, named, prefix: str = "") -> None:
-    """Raise :class:`Mistake` with the message of the first ``(wrong answer, message)`` that ``got`` equals
-    (call it once ``got`` is known to be wrong); return quietly when none does."""
+def name_the_match(got, named, prefix: str = "", suffix: str = "", same=torch.equal) -> None:
+    """Equal to a known wrong answer: raise :class:`Mistake` with the message of the first ``(wrong answer,
+    message)`` in ``named`` that ``same(got, wrong)`` (call it once ``got`` is known to be wrong; ``named`` may be
+    a generator, each wrong answer is computed only when reached); return quietly when none matches."""
     for wrong, message in named:
-        if torch.equal(got, wrong):
-            raise Mistake(prefix + message)
+        if same(got, wrong):
+            raise Mistake(prefix + message + suffix)
 
 
 def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, hint: str = "", atol=1e-5, rtol=1e-4) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
-from .answers import expect_tensor, part
+from .answers import expect_tensor, name_the_match, part
 from .gradients import expect_gradients
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
@@ -84,7 +84,7 @@ def check_pe_bug(answer):
         raise Mistake(f'answer["silently_wrong"] = {wrong_shape}：在这个形状上 build_x_buggy 的结果是对的（B == L 时表的大小碰巧对上）；'
                       "还有哪种 B 能让 (B, d_model) 的表广播到 (B, L, d_model) 上？")
     try:
-        _check_build_x(part(answer["fixed"], 'answer["fixed"]'))  # the fixed function: the earlier checks
+        _check_fixed_build_x(part(answer["fixed"], 'answer["fixed"]'))
     except Mistake as m:
         raise Mistake(f'两个形状都找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
 
@@ -94,7 +94,7 @@ def _build_x_reference(token_ids: torch.Tensor, embedding: torch.nn.Embedding) -
     return embedding(token_ids) + sinusoidal_positional_encoding(L, d_model)  # (B, L, d_model)
 
 
-def _check_build_x(fn):
+def _check_fixed_build_x(fn):
     """``fn(token_ids (B, L) long, embedding nn.Embedding(V, d_model)) -> x (B, L, d_model)``,
     ``x = embedding(token_ids) + PE`` with the sinusoidal PE of chapter 2."""
     for B, L, vocab, d_model in [(1, 4, 10, 6), (3, 5, 12, 8), (5, 3, 9, 4)]:  # B > L in the last
@@ -348,9 +348,8 @@ def check_run_stack(fn):
         if torch.allclose(got, truth.double(), atol=1e-5, rtol=1e-4):
             continue
         with torch.no_grad():
-            for mistake, message in STACK_MISTAKES.items():
-                wrong = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, mistake=mistake)
-                if torch.allclose(got, wrong.double(), atol=1e-5, rtol=1e-4):
-                    raise Mistake(f"{what}：{message}")
+            name_the_match(got, ((reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, mistake=m).double(), why)
+                                 for m, why in STACK_MISTAKES.items()),
+                           prefix=f"{what}：", same=lambda a, b: torch.allclose(a, b, atol=1e-5, rtol=1e-4))
         diff = (got - truth.double()).abs().max().item()
         raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）：检查每一层三个块的 Q、K、V 和掩码")

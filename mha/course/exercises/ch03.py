@@ -13,7 +13,7 @@ from torch import nn
 
 from mha.steps import project
 
-from .answers import as_int, as_shape_dict, expect_close, expect_tensor
+from .answers import as_int, as_shape_dict, expect_close, expect_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import LINEAR, PREDICT_SHAPES
 from .running import call
@@ -178,9 +178,8 @@ def check_packed_head_k(fn):
         if torch.allclose(g, want, atol=1e-6):
             expect_gradients(got, {"x": x, "in_proj_weight": W}, f"{where} 时的返回值")
             continue
-        for kwargs, message in HEAD_MISTAKES:
-            if 0 <= head + kwargs.get("offset", 0) < h and not (kwargs.get("bias") is False and b is None):
-                wrong = packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head, **kwargs)
-                if torch.allclose(g, wrong, atol=1e-6):
-                    raise Mistake(f"{where} 时{message}")
+        name_the_match(g, ((packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head, **kwargs), why)
+                           for kwargs, why in HEAD_MISTAKES
+                           if 0 <= head + kwargs.get("offset", 0) < h and not (kwargs.get("bias") is False and b is None)),
+                       prefix=f"{where} 时", same=lambda a, b: torch.allclose(a, b, atol=1e-6))
         expect_close(got, want, f"{where} 时的返回值", hint="头 head 的行是 in_proj_weight[d_model + head·d_k : d_model + (head+1)·d_k]")

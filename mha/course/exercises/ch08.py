@@ -17,7 +17,7 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from .answers import as_shape_dict, expect_close, expect_tensor
+from .answers import as_shape_dict, expect_close, expect_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
 from .running import call
@@ -341,11 +341,9 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
         with torch.no_grad():
             if _matches(out, reference(q, v, k, mask=mask)):
                 raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
-    for switches, message in MISTAKES:
-        with torch.no_grad():
-            variant = _variant(reference, q, k, v, mask, **switches)
-        if _matches(out, variant):
-            raise Mistake(f"{message}（{where}）")
+    with torch.no_grad():
+        name_the_match(out, ((_variant(reference, q, k, v, mask, **switches), why) for switches, why in MISTAKES),
+                       suffix=f"（{where}）", same=_matches)
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
                  hint="逐步对照 mha.MultiHeadAttention.forward：投影 → 分头 → 注意力 → Concat → W^O")
 

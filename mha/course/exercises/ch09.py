@@ -19,7 +19,7 @@ from mha.layer import MultiHeadAttention
 from mha.masks import padding_mask, padding_mask_from_lengths
 from mha.steps import fused_attention, attention
 from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
-from .answers import as_shape_dict, expect_close, expect_shape, expect_tensor
+from .answers import as_shape_dict, expect_close, expect_shape, expect_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import PREDICT_SHAPES, SDPA, torch_mha
 from .running import call
@@ -189,9 +189,8 @@ def check_all_head_weights(fn):
         q, k = q_leaf.detach(), k_leaf.detach()
         want = _all_heads_reference(q, k, n_heads, key_mask)
         if not _same(out, want):
-            for msg, wrong in _all_heads_wrong_answers(q, k, n_heads, key_mask):
-                if _same(out, wrong):
-                    raise Mistake(msg + where)
+            name_the_match(out, ((wrong, why) for why, wrong in _all_heads_wrong_answers(q, k, n_heads, key_mask)),
+                           suffix=where, same=_same)
             expect_close(out, want, "你的权重", hint="依次检查：view 成 (L, h, d_k) 再 transpose、Q_i K_iᵀ、"
                                                   "除以 √d_k、softmax 之前用掩码、dim=-1" + where)
         with torch.enable_grad():
