@@ -13,9 +13,10 @@ from torch import nn
 
 from mha.steps import project
 
-from .answers import as_int, as_shape_dict, expect_close, expect_tensor, name_the_match
+from .answers import as_int, expect_close, expect_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import LINEAR, PREDICT_SHAPES
+from .records import Exercise, predict_shapes
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -44,33 +45,32 @@ def _parameter_count(d_model: int, n_heads: int, bias: bool) -> int:
 PROJECTION_KEYS = ("q", "k", "v")
 
 
-@checker("ch03", "3.1", "交叉注意力里三个投影之后的形状（L ≠ S）")
-def check_cross_projection_shapes(fn):
-    """``fn(B, L, S, d_model, n_heads) -> {"q": shape, "k": shape, "v": shape}``: the shapes of W_q(Q), W_k(K),
-    W_v(V) for Q of shape (B, L, d_model) and K = V of shape (B, S, d_model). Predicted, not run."""
+@torch.no_grad()
+def _projected_shapes(B, L, S, d_model, h):
+    """The shapes of W_q(Q), W_k(K), W_v(V) for Q (B, L, d_model) and K = V (B, S, d_model), by running them."""
     from mha.layer import MultiHeadAttention
+    layer = MultiHeadAttention(d_model, h)
+    return {"q": tuple(layer.W_q(torch.zeros(B, L, d_model)).shape), "k": tuple(layer.W_k(torch.zeros(B, S, d_model)).shape),
+            "v": tuple(layer.W_v(torch.zeros(B, S, d_model)).shape)}
 
-    for B, L, S, d_model, h in [(2, 4, 6, 512, 8), (3, 5, 2, 12, 3), (1, 1, 7, 8, 2)]:
-        got = as_shape_dict(call(fn, B, L, S, d_model, h, what="你的函数", forbid=PREDICT_SHAPES() + (LINEAR,),
-                                 shortcut_hint="请从参数推出形状，不要真的运行投影"), PROJECTION_KEYS, "返回值")
-        layer = MultiHeadAttention(d_model, h)
-        with torch.no_grad():
-            want = {"q": tuple(layer.W_q(torch.zeros(B, L, d_model)).shape),
-                    "k": tuple(layer.W_k(torch.zeros(B, S, d_model)).shape),
-                    "v": tuple(layer.W_v(torch.zeros(B, S, d_model)).shape)}
-        args = f"(B, L, S, d_model, n_heads) = {(B, L, S, d_model, h)}"
-        for key in PROJECTION_KEYS:
-            value = got[key]
-            if value == want[key]:
-                continue
-            if key == "q" and value == (B, S, d_model):
-                raise Mistake(f"{args} 时 q 答成了 {value}：Q′ 来自 Query，长度是 L = {L}；S 是 Key/Value 那句话的长度")
-            if key in ("k", "v") and value == (B, L, d_model):
-                raise Mistake(f"{args} 时 {key} 答成了 {value}：{key.upper()}′ 来自 {key.upper()} 那句话，长度是 S = {S}，"
-                              f"不是 Query 的 L = {L}；Linear 只改最后一维，长度保持不变")
-            if len(value) == 4:
-                raise Mistake(f"{args} 时 {key} 答成了 {value}：这是分头之后的形状；投影本身不分头，仍是三维")
-            raise Mistake(f"{args} 时 {key} 应为 {want[key]}，你答的是 {value}：Linear 只改最后一维（d_model → d_model）")
+
+def _projection_hint(key, value, want, B, L, S, d_model, h):
+    args = f"(B, L, S, d_model, n_heads) = {(B, L, S, d_model, h)}"
+    if key == "q" and value == (B, S, d_model):
+        return f"{args} 时 q 答成了 {value}：Q′ 来自 Query，长度是 L = {L}；S 是 Key/Value 那句话的长度"
+    if key in ("k", "v") and value == (B, L, d_model):
+        return (f"{args} 时 {key} 答成了 {value}：{key.upper()}′ 来自 {key.upper()} 那句话，长度是 S = {S}，"
+                f"不是 Query 的 L = {L}；Linear 只改最后一维，长度保持不变")
+    if len(value) == 4:
+        return f"{args} 时 {key} 答成了 {value}：这是分头之后的形状；投影本身不分头，仍是三维"
+    return f"{args} 时 {key} 应为 {want}，你答的是 {value}：Linear 只改最后一维（d_model → d_model）"
+
+
+check_cross_projection_shapes = predict_shapes(Exercise(  # fn(B, L, S, d_model, n_heads) -> {"q", "k", "v": shape}
+    "3.1", "ch03", "交叉注意力里三个投影之后的形状（L ≠ S）", "shape dict", right=_projected_shapes, wrongs=None,
+    hint=_projection_hint, cases=((2, 4, 6, 512, 8), (3, 5, 2, 12, 3), (1, 1, 7, 8, 2)),
+    forbids=PREDICT_SHAPES() + (LINEAR,), keys=PROJECTION_KEYS, label="返回值",
+    shortcut_hint="请从参数推出形状，不要真的运行投影"))
 
 
 # ---------------------------------------------------------------- 3.2 (d_k and d_v free)

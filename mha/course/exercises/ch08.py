@@ -17,9 +17,10 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from .answers import as_shape_dict, expect_close, expect_tensor, name_the_match
+from .answers import expect_close, expect_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
+from .records import Exercise, predict_shapes
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -57,24 +58,20 @@ def reference_shapes(B, L, S, d_model, n_heads) -> dict:
     return {key: tuple(tensors[key].shape) for key in SHAPE_KEYS}
 
 
-@checker("ch08", "8.1", "写出每一步的形状")
-def check_layer_shapes(fn):
-    """``fn(B, L, S, d_model, n_heads)`` -> dict of shapes (tuples) for the keys :data:`SHAPE_KEYS`."""
-    for B, L, S, d_model, h in [(2, 4, 4, 512, 8), (3, 5, 7, 12, 3), (1, 1, 6, 8, 2)]:
-        got = as_shape_dict(call(fn, B, L, S, d_model, h, what="layer_shapes"), SHAPE_KEYS, "layer_shapes 的返回值")
-        want = reference_shapes(B, L, S, d_model, h)
-        for key in SHAPE_KEYS:
-            value = got[key]
-            if value == want[key]:
-                continue
-            hint = ""
-            if key == "scores" and value == (B, h, L, L) and L != S:
-                hint = "。提示：scores 的最后一维是 Key 的长度 S，不是 Query 的长度 L（交叉注意力里两者不同）"
-            elif key == "split_q" and value == (B, L, h, d_model // h):
-                hint = "。提示：view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面"
-            elif key in ("heads", "split_q") and value and value[-1] == d_model:
-                hint = "。提示：每个头只有 d_k = d_model / h 维"
-            raise Mistake(f"(B, L, S, d_model, h) = {(B, L, S, d_model, h)} 时，{key} 应该是 {want[key]}，你写的是 {value}{hint}")
+def _layer_shape_hint(key, value, want, B, L, S, d_model, h):
+    hint = ""
+    if key == "scores" and value == (B, h, L, L) and L != S:
+        hint = "。提示：scores 的最后一维是 Key 的长度 S，不是 Query 的长度 L（交叉注意力里两者不同）"
+    elif key == "split_q" and value == (B, L, h, d_model // h):
+        hint = "。提示：view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面"
+    elif key in ("heads", "split_q") and value and value[-1] == d_model:
+        hint = "。提示：每个头只有 d_k = d_model / h 维"
+    return f"(B, L, S, d_model, h) = {(B, L, S, d_model, h)} 时，{key} 应该是 {want}，你写的是 {value}{hint}"
+
+
+check_layer_shapes = predict_shapes(Exercise(  # fn(B, L, S, d_model, n_heads) -> {key: shape} for SHAPE_KEYS
+    "8.1", "ch08", "写出每一步的形状", "shape dict", right=reference_shapes, wrongs=None, hint=_layer_shape_hint,
+    cases=((2, 4, 4, 512, 8), (3, 5, 7, 12, 3), (1, 1, 6, 8, 2)), keys=SHAPE_KEYS, label="layer_shapes 的返回值"))
 
 
 # ---------------------------------------------------------------- 8.2

@@ -19,9 +19,10 @@ from mha.layer import MultiHeadAttention
 from mha.masks import padding_mask, padding_mask_from_lengths
 from mha.steps import fused_attention, attention
 from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
-from .answers import as_shape_dict, expect_close, expect_shape, expect_tensor, name_the_match
+from .answers import expect_close, expect_shape, expect_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import PREDICT_SHAPES, SDPA, torch_mha
+from .records import Exercise, predict_shapes
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -248,22 +249,11 @@ def _width_mistake(key, got, want, B, L, d_model, h, d_k, d_v):
     return base
 
 
-@checker("ch09", "9.3", "中间宽度不等于 d_model 时的形状")
-def check_middle_widths(fn):
-    """``fn(B, L, d_model, n_heads, d_k, d_v) -> dict`` with the shapes of WIDTH_KEYS (self-attention, S = L).
-
-    Shapes may be tuples, lists or ``torch.Size`` of Python/numpy/0-d torch integers (or integral
-    floats). The shapes are to be predicted: running ``mha`` or PyTorch's layers is forbidden.
-    """
-    configs = [(1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)]
-    for B, L, d_model, h, d_k, d_v in configs:
-        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=PREDICT_SHAPES())
-        got = as_shape_dict(answer, WIDTH_KEYS, "shapes")
-        want = middle_shapes(B, L, d_model, h, d_k, d_v)
-        for key in WIDTH_KEYS:
-            if got[key] != want[key]:
-                raise Mistake(_width_mistake(key, got[key], want[key], B, L, d_model, h, d_k, d_v)
-                              + f"（B={B}, L={L}, d_model={d_model}, n_heads={h}, d_k={d_k}, d_v={d_v}）")
+check_middle_widths = predict_shapes(Exercise(  # fn(B, L, d_model, n_heads, d_k, d_v) -> {key: shape}, self-attention
+    "9.3", "ch09", "中间宽度不等于 d_model 时的形状", "shape dict", right=middle_shapes, wrongs=None,
+    hint=lambda key, got, want, B, L, d, h, d_k, d_v: (_width_mistake(key, got, want, B, L, d, h, d_k, d_v)
+                                                      + f"（B={B}, L={L}, d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v}）"),
+    cases=((1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)), forbids=PREDICT_SHAPES(), keys=WIDTH_KEYS))
 
 
 # ---------------------------------------------------------------- 9.4 (predict: how many attention weights are 0)

@@ -15,8 +15,9 @@ import torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths
 from mha.steps import apply_causal, attention_scores, merge_heads, project, attention, split_heads
-from .answers import as_shape_dict, expect_shape, expect_tensor, name_the_match
+from .answers import expect_shape, expect_tensor, name_the_match
 from .guard import PREDICT_SHAPES
+from .records import Exercise, predict_shapes
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -238,26 +239,13 @@ def _shape_mistake(key, got, want, B, L, S, d_model, n_heads):
     return base
 
 
-@checker("ch10", "10.3", "预测交叉注意力里的每个形状（L ≠ S）")
-def check_cross_attention_shapes(fn):
-    """``fn(B, L, S, d_model, n_heads) -> dict`` with the shapes of KEYS.
-
-    mask: the encoder padding mask, exactly the shape of ``mha.padding_mask``: (B, 1, 1, S).
-    q, k, v: after the projections and the split; scores, weights, heads
-    (= weights @ v), output. L is the decoder (query) length, S the encoder (key) length.
-    Shapes may be tuples, lists or ``torch.Size`` of Python/numpy/0-d torch integers (or
-    integral floats). The shapes are to be predicted: running ``mha`` or PyTorch's layers is
-    forbidden.
-    """
-    configs = [(2, 3, 5, 8, 2), (1, 4, 7, 12, 3), (3, 6, 2, 16, 4)]
-    for B, L, S, d_model, n_heads in configs:
-        answer = call(fn, B, L, S, d_model, n_heads, what="你的函数", forbid=PREDICT_SHAPES())
-        got = as_shape_dict(answer, KEYS, "shapes")
-        want = cross_shapes(B, L, S, d_model, n_heads)
-        for key in KEYS:
-            if got[key] != want[key]:
-                raise Mistake(_shape_mistake(key, got[key], want[key], B, L, S, d_model, n_heads)
-                              + f"（B={B}, L={L}, S={S}, d_model={d_model}, n_heads={n_heads}）")
+# fn(B, L, S, d_model, n_heads) -> {key: shape}: mask is the encoder padding mask (B, 1, 1, S); L is the decoder
+# (query) length, S the encoder (key) length. Predicted: running mha or PyTorch's layers is forbidden.
+check_cross_attention_shapes = predict_shapes(Exercise(
+    "10.3", "ch10", "预测交叉注意力里的每个形状（L ≠ S）", "shape dict", right=cross_shapes, wrongs=None,
+    hint=lambda key, got, want, B, L, S, d, h: (_shape_mistake(key, got, want, B, L, S, d, h)
+                                               + f"（B={B}, L={L}, S={S}, d_model={d}, n_heads={h}）"),
+    cases=((2, 3, 5, 8, 2), (1, 4, 7, 12, 3), (3, 6, 2, 16, 4)), forbids=PREDICT_SHAPES(), keys=KEYS))
 
 
 # ---------------------------------------------------------------- 10.4 (a KV-cache step: the mask's alignment)

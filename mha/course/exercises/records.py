@@ -3,14 +3,14 @@
 A record says what is right (computed by the course package, never typed in), the typical wrong answers with
 why each is wrong (the verdict text; the self-check offers the same answers as its wrong options), what the
 student's code may not call, and the kind of answer. A family of exercises shares one checker body:
-:func:`predict_shape` for the shape predictions.
+:func:`predict_shape` and :func:`predict_shapes` for the shape predictions.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from .answers import as_shape
+from .answers import as_shape, as_shape_dict
 from .running import call
 from .verdicts import Mistake, NotDone, checker, is_stub
 
@@ -36,6 +36,9 @@ class Exercise:
     cases: tuple = ((),)  # the sizes of each case the checker tries
     forbids: tuple = ()  # what the student's code may not call (see guard.watch_shortcuts)
     say: Callable = lambda *case_and_got: f"{case_and_got[-1]} "  # (*case, got) -> how a verdict starts
+    keys: tuple = ()  # kind "shape dict": the names of the shapes the function returns
+    label: str = "shapes"  # kind "shape dict": how a verdict names the returned dict
+    shortcut_hint: str | None = None
 
 
 RECORDS: dict = {}  # exercise id -> Exercise
@@ -65,4 +68,20 @@ def predict_shape(ex: Exercise):
                 if got in wrong.answers:
                     raise Mistake(ex.say(*case, got) + wrong.why)
             raise Mistake(ex.hint(*case, got))
+    return check
+
+
+def predict_shapes(ex: Exercise):
+    """The checker of a prediction of several shapes: a function of the case's sizes returning ``{key: shape}``.
+    ``ex.right(*case)`` computes every shape; ``ex.hint(key, got, want, *case)`` names what is wrong with one."""
+    RECORDS[ex.id] = ex
+
+    @checker(ex.chapter, ex.id, ex.title)
+    def check(fn):
+        for case in ex.cases:
+            out = call(fn, *case, what="你的函数", forbid=ex.forbids, shortcut_hint=ex.shortcut_hint)
+            got, want = as_shape_dict(out, ex.keys, ex.label), ex.right(*case)
+            for key in ex.keys:
+                if got[key] != want[key]:
+                    raise Mistake(ex.hint(key, got[key], want[key], *case))
     return check
