@@ -20,6 +20,7 @@ import mha.exercises as ex
 import mha
 from mha.numerals.data import decode_target
 from exercise_support import STUBS, label, verdict, verdict_allowing_prints
+from mha.exercises.records import RECORDS
 
 # The checkers of the book's exercises.
 CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
@@ -344,3 +345,30 @@ def test_the_summary_lists_exercises_in_order_and_leaves_reference_answers_out(c
     finally:
         for k, v in saved.items():
             _REGISTRY["ch02"][k] = v
+
+
+# ---------------------------------------------------------------- exercises as records
+def _records_checker(record):
+    return next(c for c in CHECKERS if c.exercise_id == record.id)
+
+
+SHAPE_RECORDS = [r for r in RECORDS.values() if r.kind in ("shape", "shape function")]
+
+
+@pytest.mark.parametrize("record", SHAPE_RECORDS, ids=lambda r: r.id)
+def test_each_wrong_answer_of_a_record_gets_its_own_verdict(capsys, record):
+    """The record is what the checker reads: every shape of every typical mistake fails with that mistake's why."""
+    checker = _records_checker(record)
+    for j, wrong in enumerate(record.wrongs(*record.cases[0])):
+        for i in range(len(wrong.answers)):
+            if record.kind == "shape":
+                answer = wrong.answers[i]
+            else:
+                answer = lambda *case, j=j, i=i: record.wrongs(*case)[j].answers[i]  # noqa: E731
+            ok, out = verdict(capsys, checker, answer)
+            assert ok is False and wrong.why.split("；")[0][:20] in out, (wrong.name, out)
+        assert record.right(*record.cases[0]) not in wrong.answers, wrong.name
+
+
+def test_the_shape_families_read_records():
+    assert {"1.1", "4.1", "5.1", "3.1", "8.1", "9.3", "10.3"} <= set(RECORDS)
