@@ -149,7 +149,3 @@ def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, hint: 
         diff = (actual - expected).abs().max().item()
         msg = f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）"
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
-
-
-def finite(x: float) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -23,24 +23,6 @@ from .verdicts import checker, Mistake
 __all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_packed_head_k"]
 
 
-# ---------------------------------------------------------------- 3.1
-def _projection_shape(B: int, L: int, d_model: int, n_heads: int) -> tuple:
-    """The truth, by running the layer's W_q on a Q of shape (B, L, d_model)."""
-    from mha.layer import MultiHeadAttention
-
-    layer = MultiHeadAttention(d_model, n_heads)
-    with torch.no_grad():
-        return tuple(layer.W_q(torch.zeros(B, L, d_model)).shape)
-
-
-# ---------------------------------------------------------------- 3.2
-def _parameter_count(d_model: int, n_heads: int, bias: bool) -> int:
-    """The truth, counted on the course's layer."""
-    from mha.layer import MultiHeadAttention
-
-    return sum(p.numel() for p in MultiHeadAttention(d_model, n_heads, bias=bias).parameters())
-
-
 # ---------------------------------------------------------------- 3.1 (cross-attention: L != S)
 PROJECTION_KEYS = ("q", "k", "v")
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import functools
 import inspect
 import sys
 
@@ -89,48 +88,28 @@ class _Watch(TorchFunctionMode):
         self.patterns = [f for f in forbid if isinstance(f, str)]
         self.codes = {c: n for f in forbid if not isinstance(f, str) for c, n in _codes(f).items()}
         self.hits: list[str] = []
-        self.paused = 0  # > 0 inside a callable the checker itself handed over
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         base = getattr(func, "__name__", "").split(".")[0]
-        if not self.paused and any(fnmatch.fnmatchcase(base, p) for p in self.patterns):
+        if any(fnmatch.fnmatchcase(base, p) for p in self.patterns):
             self.hits.append(_torch_name(func))
         return func(*args, **(kwargs or {}))
 
     def profile(self, frame, event, arg):
-        if event == "call" and not self.paused and frame.f_code in self.codes:
+        if event == "call" and frame.f_code in self.codes:
             self.hits.append(self.codes[frame.f_code])
-
-
-_WATCHES: list[_Watch] = []
-
-
-def handed(fn):
-    """Wrap a callable the checker hands to the student: what it calls inside is not the student's."""
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        for w in _WATCHES:
-            w.paused += 1
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            for w in _WATCHES:
-                w.paused -= 1
-    return run
 
 
 @contextlib.contextmanager
 def watch_shortcuts(forbid):
     """Watch the block; yields the :class:`_Watch` whose ``hits`` name the forbidden calls made in it."""
     watch, previous = _Watch(forbid), sys.getprofile()
-    _WATCHES.append(watch)
     sys.setprofile(watch.profile if watch.codes else previous)
     try:
         with watch:
             yield watch
     finally:
         sys.setprofile(previous)
-        _WATCHES.remove(watch)
 
 
 SHORTCUT_HINT = "请只用 torch 的基本运算（view、transpose、@、softmax、masked_fill……）写出来"
