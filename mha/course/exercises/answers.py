@@ -128,6 +128,12 @@ def expect_shape(x: torch.Tensor, expected, what: str, hint: str = "") -> None:
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
 
 
+def same(a, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """Same shape and values (compared in float64, so float32 and float64 answers alike); names a typical mistake."""
+    return (isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
+            and torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=rtol))
+
+
 def name_the_match(got, named, prefix: str = "", suffix: str = "", same=torch.equal) -> None:
     """Equal to a known wrong answer: raise :class:`Mistake` with the message of the first ``(wrong answer,
     message)`` in ``named`` that ``same(got, wrong)`` (call it once ``got`` is known to be wrong; ``named`` may be

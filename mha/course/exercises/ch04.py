@@ -10,12 +10,14 @@ The answer keys come from :func:`mha.split_heads` itself.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from .answers import as_shape, expect_close, expect_shape, expect_tensor, part
+from .answers import as_shape, expect_close, expect_shape, expect_tensor, part, same
 from .gradients import expect_gradients
 from .records import Exercise, Wrong, predict_shape
 from .running import call
@@ -24,10 +26,7 @@ from .verdicts import checker, is_stub, Mistake, NotDone
 __all__ = ["check_split_shape", "check_split_bug_repair", "check_packed_from_heads"]
 
 
-def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
-    """Same shape and values (float32 and float64 answers alike); used to name a typical mistake."""
-    return (isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
-            and torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=1e-5))
+_same = functools.partial(same, atol=1e-6, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- 4.1

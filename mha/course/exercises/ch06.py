@@ -9,10 +9,12 @@ The answer keys come from :func:`mha.merge_heads` and :func:`mha.split_heads` th
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from mha.steps import merge_heads, split_heads
-from .answers import as_shape, expect_close, expect_shape, expect_tensor
+from .answers import as_shape, expect_close, expect_shape, expect_tensor, same
 from .gradients import expect_gradients
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
@@ -23,10 +25,7 @@ __all__ = ["check_concat_shapes", "check_merge_bug_repair", "check_swap_heads"]
 CONCAT_CASE = (3, 4, 5, 16)  # heads: (B, h, L, d_k)
 
 
-def _same(a, b: torch.Tensor, atol: float = 1e-6) -> bool:
-    """Same shape and values (float32 and float64 answers alike); used to name a typical mistake."""
-    return (isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
-            and torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=1e-5))
+_same = functools.partial(same, atol=1e-6, rtol=1e-5)
 
 
 @checker("ch06", "6.1", "预测 Concat 途中的两个形状")

@@ -7,12 +7,14 @@
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
 from mha.layer import MultiHeadAttention
 from mha.steps import merge_heads, project
-from .answers import as_int, expect_close, expect_shape, expect_tensor
+from .answers import as_int, expect_close, expect_shape, expect_tensor, same
 from .gradients import expect_gradients
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
@@ -45,9 +47,7 @@ def _float_tensor(out, what: str) -> torch.Tensor:
     return out
 
 
-def _matches(out: torch.Tensor, ref: torch.Tensor, atol: float = 1e-4) -> bool:
-    """Same shape and values (compared in float64, so float32 and float64 answers alike)."""
-    return out.shape == ref.shape and torch.allclose(out.detach().double(), ref.detach().double(), atol=atol, rtol=1e-4)
+_matches = functools.partial(same, atol=1e-4)
 
 
 def _answers(fn, what: str):
