@@ -17,9 +17,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from .answers import as_shape, expect_close, expect_shape, expect_tensor, part, same
-from .gradients import expect_gradients
-from .records import Exercise, Wrong, predict_shape
+from .answers import as_shape, expect_close, part, same
+from .records import Bug, check_repair, Exercise, predict_shape, Wrong
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -126,26 +125,23 @@ def check_split_bug_repair(answer):
     split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
     _bug_answer(answer, "repair")
     repair = part(answer["repair"], 'answer["repair"]')
-    for B, L, h, d_k in REPAIR_CASES:
-        x = torch.randn(B, L, h * d_k)
-        wrong = split_heads_buggy(x, h).detach().clone().requires_grad_()  # (B, h, L, d_k), its own memory
-        want = split_heads(x, h)  # (B, h, L, d_k)
-        where = f"x 的形状 {(B, L, h * d_k)}、n_heads={h} 时"
-        out = expect_tensor(call(repair, wrong, h, what='answer["repair"]'), f'{where} answer["repair"] 的返回值')
-        w = wrong.detach()
-        if tuple(out.shape) == (B, L, h, d_k) and _same(out, w.view(B, L, h, d_k)):
-            raise Mistake(f"{where}返回了 (B, L, h, d_k) = {tuple(out.shape)}：已经按 token 读回来了，还差 transpose(1, 2) "
-                          "把头轴放到 token 轴前面")
-        expect_shape(out, want.shape, f'{where} answer["repair"] 的返回值', hint="(B, h, L, d_k)，和正确分头的形状一样")
-        if _same(out, w):
-            raise Mistake(f"{where}返回的还是 wrong 本身（或者先拼回、再分头，又回到了 wrong）：wrong 的轴 1 不是真正的头。"
-                          "想一想：reshape 没有搬动任何数，wrong 和 x 在内存里的顺序完全一样")
-        if _same(out, w.transpose(1, 2).reshape(B, h, L, d_k)):
-            raise Mistake(f"{where}你把 wrong 的轴 1、2 当成了头和 token 去交换：可 wrong 的轴 1 不是头。"
-                          "先按内存顺序把它读回 (B, L, h, d_k)（每个 token 的 h 段），再 transpose")
-        expect_close(out, want, f'{where} answer["repair"] 的返回值',
-                     hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)")
-        expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')
+    check_repair(lambda wrong, h: call(repair, wrong, h, what='answer["repair"]'), map(_split_bug, REPAIR_CASES))
+
+
+def _split_bug(case) -> Bug:
+    B, L, h, d_k = case
+    x = torch.randn(B, L, h * d_k)
+    wrong = split_heads_buggy(x, h).detach().clone().requires_grad_()  # (B, h, L, d_k), its own memory
+    w = wrong.detach()
+    return Bug(wrong, split_heads(x, h), f"x 的形状 {(B, L, h * d_k)}、n_heads={h} 时", [
+        (w.view(B, L, h, d_k), f"返回了 (B, L, h, d_k) = {(B, L, h, d_k)}：已经按 token 读回来了，还差 transpose(1, 2) "
+                               "把头轴放到 token 轴前面"),
+        (w, "返回的还是 wrong 本身（或者先拼回、再分头，又回到了 wrong）：wrong 的轴 1 不是真正的头。"
+            "想一想：reshape 没有搬动任何数，wrong 和 x 在内存里的顺序完全一样"),
+        (w.transpose(1, 2).reshape(B, h, L, d_k), "你把 wrong 的轴 1、2 当成了头和 token 去交换：可 wrong 的轴 1 不是头。"
+                                                  "先按内存顺序把它读回 (B, L, h, d_k)（每个 token 的 h 段），再 transpose")],
+        shape_hint="(B, h, L, d_k)，和正确分头的形状一样",
+        hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)", args=(h,))
 
 
 # ---------------------------------------------------------------- 4.3 (reworked): lecture 003's qnet/knet/vnet per head -> one packed Linear

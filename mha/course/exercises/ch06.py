@@ -14,8 +14,9 @@ import functools
 import torch
 
 from mha.steps import merge_heads, split_heads
-from .answers import as_shape, expect_close, expect_shape, expect_tensor, same
+from .answers import as_shape, expect_shape, expect_tensor, same
 from .gradients import expect_gradients
+from .records import Bug, check_repair
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -188,20 +189,18 @@ def check_merge_bug_repair(answer):
     repair = answer["repair"]
     if repair is Ellipsis:
         raise NotDone()
-    for B, h, L, d_k in REPAIR_CASES:
-        heads = torch.randn(B, h, L, d_k)
-        wrong = merge_heads_buggy(heads).detach().clone().requires_grad_()  # (B, L, h·d_k), its own memory
-        want = merge_heads(heads)  # (B, L, h·d_k)
-        where = f"heads 的形状 {(B, h, L, d_k)} 时"
-        out = expect_tensor(call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), f'{where} answer["repair"] 的返回值')
-        w = wrong.detach()
-        expect_shape(out, want.shape, f'{where} answer["repair"] 的返回值', hint="(B, L, h·d_k)，和正确 Concat 的形状一样")
-        if _same(out, w):
-            raise Mistake(f"{where}返回的还是 wrong 本身（或者先分头、再拼回，又回到了 wrong）：wrong 的一行不是一个 token。"
-                          "想一想：reshape 没有搬动任何数，wrong 在内存里还是 heads 的顺序")
-        if _same(out, w.view(B, L, h, d_k).transpose(1, 2).reshape(B, L, h * d_k)):
-            raise Mistake(f"{where}你把 wrong 读成了 (B, L, h, d_k)：可 wrong 的数在内存里是 heads 的顺序 (B, h, L, d_k)，"
-                          "要按这个顺序读回来，再做正确的 Concat")
-        expect_close(out, want, f'{where} answer["repair"] 的返回值',
-                     hint="wrong 的数在内存里还是 heads 的顺序：view 成 (B, h, L, d_k)，再 transpose(1, 2) 后合并最后两维")
-        expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')
+    check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), map(_merge_bug, REPAIR_CASES))
+
+
+def _merge_bug(case) -> Bug:
+    B, h, L, d_k = case
+    heads = torch.randn(B, h, L, d_k)
+    wrong = merge_heads_buggy(heads).detach().clone().requires_grad_()  # (B, L, h·d_k), its own memory
+    w = wrong.detach()
+    return Bug(wrong, merge_heads(heads), f"heads 的形状 {(B, h, L, d_k)} 时", [
+        (w, "返回的还是 wrong 本身（或者先分头、再拼回，又回到了 wrong）：wrong 的一行不是一个 token。"
+            "想一想：reshape 没有搬动任何数，wrong 在内存里还是 heads 的顺序"),
+        (w.view(B, L, h, d_k).transpose(1, 2).reshape(B, L, h * d_k),
+         "你把 wrong 读成了 (B, L, h, d_k)：可 wrong 的数在内存里是 heads 的顺序 (B, h, L, d_k)，要按这个顺序读回来，再做正确的 Concat")],
+        shape_hint="(B, L, h·d_k)，和正确 Concat 的形状一样",
+        hint="wrong 的数在内存里还是 heads 的顺序：view 成 (B, h, L, d_k)，再 transpose(1, 2) 后合并最后两维", args=(h,))

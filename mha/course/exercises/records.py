@@ -3,14 +3,16 @@
 A record says what is right (computed by the course package, never typed in), the typical wrong answers with
 why each is wrong (the verdict text; the self-check offers the same answers as its wrong options), what the
 student's code may not call, and the kind of answer. A family of exercises shares one checker body:
-:func:`predict_shape` and :func:`predict_shapes` for the shape predictions.
+:func:`predict_shape` and :func:`predict_shapes` for the shape predictions, :func:`check_repair` for
+find-the-bug-and-repair.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from .answers import as_shape, as_shape_dict
+from .answers import as_shape, as_shape_dict, expect_close, expect_shape, expect_tensor, name_the_match, same
+from .gradients import expect_gradients
 from .running import call
 from .verdicts import Mistake, NotDone, checker, is_stub
 
@@ -85,3 +87,28 @@ def predict_shapes(ex: Exercise):
                 if got[key] != want[key]:
                     raise Mistake(ex.hint(key, got[key], want[key], *case))
     return check
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One case of a find-the-bug-and-repair exercise: the buggy function's result ``wrong`` (what the student's
+    repair gets, its own leaf), the right result ``want``, and the typical wrong repairs ``[(result, why)]``."""
+    wrong: object
+    want: object
+    where: str
+    wrongs: list
+    shape_hint: str
+    hint: str
+    args: tuple = ()  # what the repair gets after ``wrong`` (n_heads)
+
+
+def check_repair(run, bugs, atol: float = 1e-6) -> None:
+    """The repair part of a find-the-bug exercise: ``run(wrong, *args)`` calls the student's repair on each :class:`Bug`;
+    a typical wrong repair is named, then the shape, the values and the gradient back to ``wrong`` are checked."""
+    for bug in bugs:
+        what = f'{bug.where} answer["repair"] 的返回值'
+        out = expect_tensor(run(bug.wrong, *bug.args), what)
+        name_the_match(out, bug.wrongs, prefix=bug.where, same=lambda a, b: same(a, b, atol=atol, rtol=1e-5))
+        expect_shape(out, bug.want.shape, what, hint=bug.shape_hint)
+        expect_close(out, bug.want, what, hint=bug.hint)
+        expect_gradients(out, {"wrong": bug.wrong}, 'answer["repair"] 的返回值')
