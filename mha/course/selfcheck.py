@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from .exercises import ch01, ch02, ch05, ch06, ch07, ch08, ch09, ch10
+from .exercises.records import RECORDS
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask
 from mha.steps import attention_scores, merge_heads, project, split_heads
@@ -104,6 +105,13 @@ def _shape_choice(question: str, truth: tuple, right_why: str, wrongs: list) -> 
     return _choice(question, tuple(truth), right_why, [(tuple(v), why) for v, why in wrongs], label=_shape)
 
 
+def _from_record(exercise_id: str, *case) -> list:
+    """The wrong options of a shape question: the typical wrong answers of the exercise's record, with the
+    checker's own words (``(shape, why)``; the record's first shape of each mistake)."""
+    wrongs = RECORDS[exercise_id].wrongs(*case)
+    return [(w.answers[0], f"{w.answers[0]} {w.why}。") for w in wrongs]
+
+
 def _seeded(fn):
     """Compute under a fixed seed without touching the notebook's random state, and without autograd."""
     @functools.wraps(fn)
@@ -134,9 +142,7 @@ def _output_shape():
         f"`mha.MultiHeadAttention(d_model={d}, n_heads={h})`，Query 的形状是 {_shape((B, L, d))}，"
         f"Key 和 Value 的形状都是 {_shape((B, S, d))}。`layer(q, kv, kv)` 输出的形状是？", truth,
         "每个 query 得到一个输出向量，所以输出的长度是 Query 的长度 L；最终的 Linear 把宽度还原成 d_model。",
-        [((B, S, d), f"输出的长度跟着 Query（L = {L}），不跟着 Key/Value（S = {S}）：S 只决定每个 query 在几个 key 之间分配权重。"),
-         ((B, h, L, S), "这是注意力权重 (B, h, L, S) 的形状，不是输出 x′ 的形状。"),
-         ((B, L, d // h), f"{d // h} 只是一个头的宽度 d_k；各个头 Concat 之后，宽度回到 d_model = {d}。")])]
+        _from_record("1.1", B, L, S, d, h))]
 
 
 def changed_positions(layer: nn.Module, L: int, k: int, d_model: int = 4, mask=None) -> list:
@@ -274,9 +280,7 @@ def _split_shape():
     return [_shape_choice(
         f"Q′ 的形状是 {_shape((B, L, d))}，分成 {h} 个头（`split_heads`）之后是？", truth,
         f"(B, L, d_model) 先 view 成 (B, L, h, d_k)，再 transpose(1, 2) 得 (B, h, L, d_k)，d_k = {d} / {h} = {d_k}。",
-        [((B, L, h, d_k), "这是 view 之后、transpose 之前的形状；还要把头的轴换到 token 轴前面。"),
-         ((B, h, L, d), f"每个头只分到 d_k = {d} / {h} = {d_k} 维，不是整个 d_model。"),
-         ((h, B, L, d_k), "头的轴在 batch 之后：每句话各自分头，形状是 (B, h, L, d_k)。")])]
+        _from_record("4.1", B, L, d, h)[:3])]
 
 
 @_exercise("5.1")
@@ -289,7 +293,7 @@ def _scores_shape():
         f"交叉注意力：B = {B}，query 每句 L = {L} 个 token，key/value 每句 S = {S} 个，d_model = {d}，"
         f"n_heads = {h}。分头之后 scores = Q Kᵀ / √d_k 的形状是？", truth,
         "每个头是 (L, d_k) @ (d_k, S) = (L, S)，再带上前面的 (B, h)。",
-        [(shapes[0], f"{shapes[0]} {why}。") for shapes, why in ch05.scores_mistakes()[:4]])]
+        _from_record("5.1", B, h, L, S, d_k)[:4])]
 
 
 def measured_variance(d_k: int, n: int = 20_000, scale: bool = False) -> float:

@@ -4,18 +4,9 @@ answers are tried on every checker in tests/checkers/test_exercises_common.py)."
 import numpy as np
 import torch
 
-from mha.course.exercises import (check_changed_positions, check_changed_positions_cross, check_changed_positions_fn,
-                           check_dependency_matrix, check_output_shape, check_output_shape_cross)
+from mha.course.exercises import (check_changed_positions_cross, check_dependency_matrix, check_output_shape_cross)
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)
-
-
-def test_summary_records_attempts(capsys):
-    res = recorded(capsys, "ch01", (check_output_shape_cross, (2, 7, 12)), (check_dependency_matrix, None),
-                   (check_output_shape, (2, 7, 12)), (check_changed_positions_fn, changed_positions_solution))
-    # the replaced exercises' checkers grade, out of the summary
-    assert res["1.1"] == "pass" and res["1.3"] == "todo"
-    assert set(res) == {"1.1", "1.2", "1.3"}
 
 
 # ---------------------------------------------------------------- 1.1 cross-attention, L != S
@@ -36,8 +27,6 @@ WRONG_1_1 = mistakes_for(check_output_shape_cross, [
 ])
 
 # the self-attention version it replaced, still graded for saved notebooks
-OLD_1_1 = answers_for(check_output_shape, [(2, 7, 12)])
-OLD_WRONG_1_1 = mistakes_for(check_output_shape, [((2, 3, 7, 4), "分头之后"), ((2, 3, 7, 7), "注意力权重")])
 
 # ---------------------------------------------------------------- 1.2 cross-attention: change kv or q
 RIGHT_1_2 = answers_for(check_changed_positions_cross, [
@@ -64,10 +53,6 @@ WRONG_1_2 = mistakes_for(check_changed_positions_cross, [
     ([2], "字典"),
     (raise_value_error, "字典"),
 ])
-
-OLD_1_2 = answers_for(check_changed_positions, [{"linear": [2], "mha": [0, 1, 2, 3, 4, 5]}])
-OLD_WRONG_1_2 = mistakes_for(check_changed_positions, [({"linear": [2], "mha": [2]}, "逐位置的 Linear"),
-                                                       ({"linear": [2], "mha": [2, 3, 4, 5]}, "因果掩码")])
 
 
 # ---------------------------------------------------------------- 1.3
@@ -119,10 +104,6 @@ def _einsum_norm(f, x, k):
     return [j for j, n in enumerate(torch.einsum("bld,bld->l", d, d).sqrt().tolist()) if n > 1e-6]
 
 
-RIGHT_1_3 = answers_for(check_changed_positions_fn, [changed_positions_solution, _random_change_tensor_result, _loops,
-                                                     _float64_inside, _not_equal, _einsum_norm])
-
-
 def _changed(f, x, x2, reduce):
     with torch.no_grad():
         return reduce(f(x2) - f(x)).nonzero().flatten().tolist()
@@ -165,36 +146,6 @@ def _first_sentence_only(f, x, k):
 
 def _signed(reduce):
     return lambda f, x, k: _changed(f, x, _plus_one(x, k), reduce)
-
-
-WRONG_1_3 = mistakes_for(check_changed_positions_fn, [
-    (_compares_inputs, "比较的是输入 x"),
-    (_mutates_input, "原地改动了传进来的参数 x"),
-    (_aliased_both, "没改到"),
-    (_set_to_one, "设成了 1"),
-    (_first_sentence_only, "只改了第一句话"),
-    (_signed(lambda d: d.sum(dim=(0, 2)).abs() > 1e-6), "正负号"),
-    (_signed(lambda d: d.mean(dim=2).abs().amax(dim=0) > 1e-6), "正负号"),
-    (_signed(lambda d: d.sum(dim=0).abs().amax(dim=1) > 1e-6), "正负号"),
-    (_signed(lambda d: d.sum(dim=(0, 2)) != 0), "正负号"),
-    (_signed(lambda d: d.amax(dim=(0, 2)) > 1e-6), "没有取绝对值"),
-    (_signed(lambda d: d.abs().amax(dim=(0, 1)) > 1e-6), "第 1 维"),
-    (lambda f, x, k: list, "应该是位置编号的列表"),
-    (lambda f, x, k: torch.tensor(changed_positions_solution(f, x, k)) != -1, "布尔张量"),
-    (lambda f, x, k: [p + 1 for p in changed_positions_solution(f, x, k)], "从 0 开始"),
-    (lambda f, x, k: sorted(changed_positions_solution(f, x, k), reverse=True), "从小到大"),
-    (lambda f, x, k: None, "忘了写 return"),
-    (lambda f, x, k: [0.5], "应该是整数，却是 0.5"),
-    (lambda f, x, k: [None], "是 None"),
-    (lambda f, x, k: float("nan"), "应该是位置编号的列表"),
-    (lambda f, x, k: torch.zeros(2, 2, dtype=torch.long), "形状 (2, 2) 的张量"),
-    (lambda f, x, k: "0,1,2", "应该是位置编号的列表"),
-    (raise_value_error, "ValueError"),
-    (lambda: [0], "TypeError"),
-    ("fn", "应该是一个函数"),
-    (42, "应该是一个函数"),
-])
-
 
 
 # ---------------------------------------------------------------- 1.3 the dependency matrix (every k at once)
@@ -263,7 +214,6 @@ WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
     (lambda f: None, "TypeError"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3, RIGHT_1_3_MATRIX, OLD_1_1, OLD_1_2)
+test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3_MATRIX)
 test_stubs_are_not_done = not_done_answers(NOT_DONE_1_2)
-test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3, WRONG_1_3_MATRIX, OLD_WRONG_1_1,
-                                             OLD_WRONG_1_2)
+test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3_MATRIX)

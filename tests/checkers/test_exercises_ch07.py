@@ -9,37 +9,14 @@ import torch
 
 import mha
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
-from mha.course.exercises import check_concat_from_output, check_output_without_head, check_w_o_params_dv
-from mha.course.exercises import check_head_contributions, check_output_from_heads, check_w_o_params, results
+from mha.course.exercises import (check_concat_from_output, check_w_o_params_dv)
+from mha.course.exercises import (results)
 from mha.course.exercises import check_remove_head
 
 RIGHT = 512 * 512 + 512
 
 
 # ---------------------------------------------------------------- 7.1
-RIGHT_7_1 = answers_for(check_w_o_params, [
-    RIGHT, 262656.0, np.int64(RIGHT), np.int32(RIGHT), np.float64(RIGHT), torch.tensor(RIGHT), torch.tensor(262656.0),
-    np.array(RIGHT), sum(p.numel() for p in torch.nn.Linear(512, 512).parameters()),
-])
-
-WRONG_7_1 = mistakes_for(check_w_o_params, [
-    (512 * 512, "忘了 bias"),
-    (np.int64(512 * 512), "忘了 bias"),
-    (8 * 64 * 64, "每个头各自一块"),
-    (64 * 64, "每个头各自一块"),
-    (4 * RIGHT, "W_q、W_k、W_v"),
-    (3 * RIGHT, "W_q、W_k、W_v"),
-    (12345, "提示"),
-    # one rule for numbers: not an integer -> named
-    (262656.5, "应该是整数，却是 262656.5"),
-    (True, "布尔值"),
-    ("262656", "收到了 str"),
-    ((262656,), "收到了 tuple"),
-    ([1, 2], "收到了 list"),
-    (math.nan, "应该是整数"),
-    (math.inf, "应该是整数"),
-    (torch.tensor([RIGHT, 1]), "收到了 Tensor"),
-])
 
 
 # ---------------------------------------------------------------- 7.2
@@ -59,16 +36,6 @@ def output_loop(heads, W_o):
 def output_float64_inside(h, linear):  # renamed arguments, float64 inside
     concat = h.permute(0, 2, 1, 3).reshape(h.shape[0], h.shape[2], -1).double()
     return (concat @ linear.weight.double().T + linear.bias.double()).float()
-
-
-RIGHT_7_2 = answers_for(check_output_from_heads, [
-    output_reference,
-    output_loop,
-    output_float64_inside,
-    lambda heads, W_o: merge(heads) @ W_o.weight.T + W_o.bias,
-    lambda heads, W_o: torch.einsum("bhld,ohd->blo", heads, W_o.weight.view(W_o.out_features, heads.shape[1], -1)) + W_o.bias,
-    lambda heads, W_o: output_reference(heads, W_o).double(),  # a float64 answer
-])
 
 
 def _mutating(heads, W_o):
@@ -95,42 +62,6 @@ def _no_return(heads, W_o):
     W_o(merge(heads))
 
 
-WRONG_7_2 = mistakes_for(check_output_from_heads, [
-    # named mistakes
-    (lambda heads, W_o: merge(heads), "少了最终 Linear W^O"),
-    (lambda heads, W_o: merge(heads) @ W_o.weight + W_o.bias, "没有转置"),
-    (lambda heads, W_o: merge(heads).double() @ W_o.weight.double() + W_o.bias.double(), "没有转置"),
-    (lambda heads, W_o: merge(heads) @ W_o.weight.T, "少了 bias"),
-    (lambda heads, W_o: W_o(heads.reshape(heads.shape[0], heads.shape[2], -1)), "没有先 transpose"),
-    (lambda heads, W_o: heads, "分头的形状"),
-    (lambda heads, W_o: W_o(merge(heads)) * 2, "数值不对"),
-    # forbidden shortcuts
-    (lambda heads, W_o: W_o(mha.merge_heads(heads)), "这道题要你自己实现，不能调用现成的 mha.steps.merge_heads"),
-    (lambda heads, W_o: mha.project(merge(heads), W_o), "不能调用现成的 mha.steps.project"),
-    # inputs must not change
-    (_mutating, "修改了输入：原地改动了传进来的参数 heads"),
-    (_transposing_in_place, "修改了输入：原地改动了传进来的参数 heads"),
-    (_mutating_weight, "修改了输入：原地改动了传进来的参数 W_o.weight"),
-    # no gradient
-    (_no_grad, "不能求梯度"),
-    (lambda heads, W_o: W_o(merge(heads.detach())), "梯度传不到 heads"),
-    (lambda heads, W_o: merge(heads) @ W_o.weight.detach().T + W_o.bias, "梯度传不到 W_o.weight"),
-    (lambda heads, W_o: torch.tensor(output_reference(heads, W_o).tolist()), "不能求梯度"),
-    # broken answers, each named
-    (_no_return, "返回了 None"),
-    (raise_value_error, "ValueError: boom"),
-    (lambda heads: heads, "TypeError"),
-    (lambda heads, W_o: torch.full_like(output_reference(heads, W_o), math.nan), "NaN"),
-    (lambda heads, W_o: output_reference(heads, W_o)[0], "形状应该是"),
-    (lambda heads, W_o: W_o(heads), "RuntimeError"),
-    (lambda heads, W_o: (output_reference(heads, W_o), heads), "tuple"),
-    (lambda heads, W_o: output_reference(heads, W_o).long(), "dtype"),
-    (lambda heads, W_o: output_reference(heads, W_o).tolist(), "应该是 torch.Tensor"),
-    ("W_o", "callable"),
-    (42, "callable"),
-])
-
-
 # ---------------------------------------------------------------- 7.3
 def contributions_reference(heads, W_o):
     d_k = heads.shape[-1]
@@ -149,14 +80,6 @@ def contributions_float64(x, layer):  # renamed arguments, a float64 answer
     d_k = x.shape[-1]
     W_O = layer.weight.T.double()
     return torch.stack([x[:, i].double() @ W_O[i * d_k:(i + 1) * d_k] for i in range(x.shape[1])], dim=1)
-
-
-RIGHT_7_3 = answers_for(check_head_contributions, [
-    contributions_reference,
-    contributions_einsum,
-    contributions_float64,
-    lambda heads, W_o: heads @ W_o.weight.T.reshape(heads.shape[1], heads.shape[3], -1),
-])
 
 
 def _rows(heads, W_o):
@@ -185,27 +108,6 @@ def _no_grad_contributions(heads, W_o):
         return contributions_reference(heads, W_o)
 
 
-WRONG_7_3 = mistakes_for(check_head_contributions, [
-    (lambda heads, W_o: contributions_reference(heads, W_o) + W_o.bias, "都加了 bias"),
-    (_rows, "行块"),
-    (_same_block, "同一块"),
-    (lambda heads, W_o: contributions_reference(heads, W_o).sum(dim=1), "加起来之后"),
-    (lambda heads, W_o: contributions_reference(heads, W_o).transpose(1, 2), "头的轴应该在第 1 维"),
-    (lambda heads, W_o: contributions_reference(heads, W_o) * 2, "数值不对"),
-    (_via_merge, "不能调用现成的 mha.steps.merge_heads"),
-    (_mutating_contributions, "修改了输入：原地改动了传进来的参数 heads"),
-    (_no_grad_contributions, "不能求梯度"),
-    (lambda heads, W_o: contributions_reference(heads.detach(), W_o), "梯度传不到 heads"),
-    (lambda heads, W_o: contributions_reference(heads, W_o).detach().requires_grad_(), "梯度传不到 heads"),
-    (lambda heads, W_o: None, "返回了 None"),
-    (raise_value_error, "ValueError: boom"),
-    (lambda heads, W_o: torch.full_like(contributions_reference(heads, W_o), math.nan), "NaN"),
-    (lambda heads, W_o: contributions_reference(heads, W_o)[:, :1], "形状应该是"),
-    (lambda heads, W_o: [contributions_reference(heads, W_o)], "应该是 torch.Tensor"),
-    (lambda heads, W_o: contributions_reference(heads, W_o).int(), "dtype"),
-    ("W_o", "callable"),
-])
-
 # ---------------------------------------------------------------- the reworked 7.1 (d_v), 7.2 (back to the concat), 7.3 (a head off)
 def _off(heads, W_o, i):
     x = heads.clone()
@@ -222,7 +124,7 @@ def _minus_contribution(heads, W_o, i):
 RIGHT_NEW = [(check_w_o_params_dv, 131584), (check_w_o_params_dv, 131584.0),
              (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight).T),
              (check_concat_from_output, lambda out, W: torch.linalg.solve(W.weight, (out - W.bias).unsqueeze(-1)).squeeze(-1)),
-             (check_output_without_head, _off), (check_output_without_head, _minus_contribution)]
+ ]
 WRONG_NEW = [
     (check_w_o_params_dv, 512 * 512 + 512, "nn.Linear(256, 512)"),
     (check_w_o_params_dv, 256 * 512, "忘了 bias"),
@@ -234,10 +136,6 @@ WRONG_NEW = [
     (check_concat_from_output, lambda out, W: (out - W.bias) @ W.weight, "逆"),
     (check_concat_from_output, lambda out, W: out, "数值不对"),
     (check_concat_from_output, lambda out, W: out.sub_(W.bias) @ torch.linalg.inv(W.weight).T, "原地改动了传进来的参数 out"),
-    (check_output_without_head, lambda heads, W, i: _off(heads, W, i) - W.bias, "偏置也被去掉了"),
-    (check_output_without_head, lambda heads, W, i: _off(heads, W, heads.shape[1] - 1 - i), "关掉的是头"),
-    (check_output_without_head, lambda heads, W, i: _off(heads, W, i).detach(), "梯度"),
-    (check_output_without_head, lambda heads, W, i: _off(heads.detach(), W, i) * 0 + 1, "结果不对"),
 ]
 
 
@@ -302,8 +200,8 @@ WRONG_7_3_NOW = mistakes_for(check_remove_head, [
     (lambda out, head_i, W_o: out, "参数和题目给的不一样"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_7_1, RIGHT_7_2, RIGHT_7_3, RIGHT_NEW, RIGHT_7_3_NOW)
-test_wrong_answers_are_named = wrong_answers(WRONG_7_1, WRONG_7_2, WRONG_7_3, WRONG_NEW, WRONG_7_3_NOW)
+test_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_7_3_NOW)
+test_wrong_answers_are_named = wrong_answers(WRONG_NEW, WRONG_7_3_NOW)
 
 
 def test_results_registry_lists_chapter():

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from exercise_support import (answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers,
+from exercise_support import (verdict_allowing_prints, answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers,
                               wrong_answers)
 from mha.course.exercises import check_layer_shapes, check_load_from_torch, check_my_multihead_attention, results
 from mha.course.exercises import check_scale_bug
@@ -196,8 +196,8 @@ WRONG_8_2 = mistakes_for(check_load_from_torch, [
     (load_without_out_bias, "W_o 的偏置没有复制"),
     (lambda o, r: None, "没有把权重复制"),
     (load_new_layer, "返回了一个新的层"),
-    (load_via_mha, "这道题要你自己实现，不能调用现成的 mha.interop.from_torch"),
-    (load_via_to_torch, "不能调用现成的 mha.interop.to_torch"),
+    (load_via_mha, "这道题要你自己实现，不能调用现成的 mha.from_torch"),
+    (load_via_to_torch, "不能调用现成的 mha.to_torch"),
     (load_and_damage_reference, "修改了输入：原地改动了传进来的参数 reference.out_proj.weight"),
     (load_replacing_linear, "换成了 NoneType"),
     (load_as_float32, "dtype"),
@@ -233,7 +233,7 @@ def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge
             if sdpa:
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else mask.bool()), None
             if mha_step == "attention":
-                return mha.scaled_dot_product_attention(q, k, v, None if mask is None else mask.bool())
+                return mha.attention(q, k, v, None if mask is None else mask.bool())
             if roles_swapped:  # the projected values scored, the projected keys summed
                 k, v = v, k
             scores = q @ k.transpose(-2, -1)
@@ -381,7 +381,7 @@ class WrapsTorchLazily(LoopMHA):
         inner.in_proj_weight = nn.Parameter(torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight]))
         inner.in_proj_bias = nn.Parameter(torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]))
         inner.out_proj = self.W_o
-        attn_mask = None if mask is None else mha.masks.to_torch_attn_mask(mask)
+        attn_mask = None if mask is None else mha.to_torch_attn_mask(mask)
         return inner(Q, K, V, attn_mask=attn_mask, need_weights=False)[0]
 
 
@@ -403,11 +403,11 @@ SHORTCUTS_8_3 = mistakes_for(check_my_multihead_attention, [
     (mha.GroupedQueryAttention, "不能直接用现成的 mha.GroupedQueryAttention（你交上来的类就是它）"),
     (WrapsTorch, "这道题要你自己实现，不能调用现成的 nn.MultiheadAttention"),
     (WrapsTorchLazily, "这道题要你自己实现，不能调用现成的 nn.MultiheadAttention"),
-    (WrapsOurs, "这道题要你自己实现，不能调用现成的 mha.layer.MultiHeadAttention"),
+    (WrapsOurs, "这道题要你自己实现，不能调用现成的 mha.MultiHeadAttention"),
     (make_class(sdpa=True), "这道题要你自己实现，不能调用现成的 F.scaled_dot_product_attention"),
-    (make_class(mha_step="split"), "不能调用现成的 mha.steps.split_heads"),
-    (make_class(mha_step="attention"), "不能调用现成的 mha.steps.attention"),
-    (make_class(mha_step="merge"), "不能调用现成的 mha.steps.merge_heads"),
+    (make_class(mha_step="split"), "不能调用现成的 mha.split_heads"),
+    (make_class(mha_step="attention"), "不能调用现成的 mha.attention"),
+    (make_class(mha_step="merge"), "不能调用现成的 mha.merge_heads"),
 ])
 
 
@@ -520,3 +520,77 @@ test_scale_bug_wrong = wrong_answers([
     (check_scale_bug, {"right_anyway_heads": 1, "factor": 0.35}, "接近了"),  # 1/sqrt(8) = 0.3536, 1.0 % off
     (check_scale_bug, {"right_anyway_heads": 1}, "缺少键"),
 ])
+
+
+# ---------------------------------------------------------------- 8.2 load_from_torch (answers a student wrote)
+def load_by_slices(ours, reference, *, via=None):
+    d = reference.embed_dim
+    for i, name in enumerate(("W_q", "W_k", "W_v")):
+        w = reference.in_proj_weight[i * d:(i + 1) * d]
+        getattr(ours, name).weight.copy_(w if via is None else via(w))
+        if reference.in_proj_bias is not None:
+            getattr(ours, name).bias.copy_(reference.in_proj_bias[i * d:(i + 1) * d])
+    ours.W_o.weight.copy_(reference.out_proj.weight)
+    if reference.out_proj.bias is not None:
+        ours.W_o.bias.copy_(reference.out_proj.bias)
+
+
+def load_printing(ours, reference):
+    print(ours)  # debugging: the layer's extra_repr is no shortcut
+    load_by_slices(ours, reference)
+
+
+def load_new_linear(ours, reference):
+    load_by_slices(ours, reference)
+    new = nn.Linear(ours.W_q.in_features, ours.W_q.out_features, dtype=ours.W_q.weight.dtype)
+    new.load_state_dict(ours.W_q.state_dict())
+    ours.W_q = new
+
+
+def load_shared_module(ours, reference):
+    load_by_slices(ours, reference)
+    ours.W_o = reference.out_proj
+
+
+def load_via_float32(ours, reference):
+    load_by_slices(ours, reference, via=lambda w: w.float())
+
+
+# ---------------------------------------------------------------- 8.3 a layer with K and V swapped (a student's)
+class KVLayer(nn.Module):
+    swap = False
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.h, self.d_k = n_heads, d_model // n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, Q, K, V, mask=None):
+        if self.swap:
+            K, V = V, K
+        B, L, _ = Q.shape
+        split = lambda x: x.view(B, x.shape[1], self.h, self.d_k).transpose(1, 2)  # noqa: E731
+        q, k, v = split(self.W_q(Q)), split(self.W_k(K)), split(self.W_v(V))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            mask = mask != 0
+            scores = scores.masked_fill(~(mask[:, None] if mask.dim() == 3 else mask), -1e9)
+        out = torch.softmax(scores, -1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(B, L, -1))
+
+
+class SwappedKV(KVLayer):
+    swap = True
+
+
+test_honest_student_answers_pass = right_answers(answers_for(check_my_multihead_attention, [KVLayer]))
+
+
+def test_printing_the_layer_is_no_shortcut(capsys):
+    ok, line = verdict_allowing_prints(capsys, check_load_from_torch, load_printing)
+    assert ok is True, line
+test_student_mistakes_are_named = wrong_answers(
+    mistakes_for(check_my_multihead_attention, [(SwappedKV, "K 和 V 用反了")]),
+    mistakes_for(check_load_from_torch, [(load_new_linear, "新的 nn.Linear"), (load_shared_module, "共用一个对象"),
+                                         (load_via_float32, "float32")]),
+)

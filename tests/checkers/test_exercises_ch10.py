@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import mha
-from mha.course.exercises import check_causal_mask, check_combine_masks, check_cross_attention_shapes
+from mha.course.exercises import (check_cross_attention_shapes)
 from mha.course.exercises import check_cache_step_mask, check_decoder_mask, check_window_mask
 from exercise_support import (RETURNED_GARBAGE, verdict_allowing_prints, answers_for, every, mistakes_for, not_done_answers,
                               raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs, shape_styles,
@@ -34,33 +34,6 @@ def causal_loop(L):
     for i in range(L):
         m[i, :i + 1] = True
     return m
-
-
-CAUSAL_RIGHT = answers_for(check_causal_mask, [
-    causal_ok,
-    causal_arange,
-    causal_loop,
-    lambda L: torch.tril(torch.ones(L, L)).bool(),
-    lambda L: ~torch.ones(L, L, dtype=torch.bool).triu(1),
-    lambda L: torch.ones(L, L, dtype=torch.bool).tril().contiguous().view(L, L),
-])
-
-CAUSAL_WRONG = mistakes_for(check_causal_mask, [
-    (lambda L: torch.ones(L, L, dtype=torch.bool).triu(), ["上三角"]),
-    (lambda L: torch.ones(L, L, dtype=torch.bool).triu(1), ["极性反了"]),
-    (lambda L: torch.ones(L, L, dtype=torch.bool).tril(-1), ["对角线"]),
-    (lambda L: torch.ones(L, L).tril(), ["dtype", "torch.bool"]),
-    (lambda L: torch.ones(L, L, dtype=torch.long).tril(), ["dtype"]),
-    (lambda L: torch.ones(L, L, dtype=torch.bool), ["全是 True"]),
-    (lambda L: torch.ones(L, L, dtype=torch.bool).tril()[None, None], ["(L, L)", "不必自己加轴"]),
-    (lambda L: causal_ok(4), ["形状应该是", "L=1"]),  # a fixed size
-    (lambda L: causal_ok(L) if L < 5 else causal_ok(L).triu(), ["L=6"]),  # right only for small L
-    (lambda L: nn.Transformer.generate_square_subsequent_mask(L), ["加性掩码", "bool"]),
-    (lambda L: mha.causal_mask(L), [SHORTCUT, "mha.masks.causal_mask"]),
-    (lambda L: mha.causal_mask(L, L).clone(), [SHORTCUT, "causal_mask"]),
-    (lambda L: None, ["返回了 None"]),
-    (raise_value_error, ["ValueError: boom"]),
-])
 
 
 # ---------------------------------------------------------------- 10.2 padding & causal
@@ -113,36 +86,6 @@ def combine_logical_and_(pad, causal):
 def combine_via_mha(pad, causal):
     B, S = pad.shape[0], pad.shape[-1]
     return mha.masks.normalize_mask(pad & causal, B, 1, causal.shape[0], S)
-
-
-COMBINE_RIGHT = answers_for(check_combine_masks, [
-    combine_ok,
-    lambda pad, causal: pad * causal,  # bool * bool stays bool
-    lambda pad, causal: torch.logical_and(pad, causal),
-    lambda pad, causal: (pad.int() * causal.int()).bool(),
-    combine_expand,
-    combine_loop,
-    combine_logical_and_,
-])
-
-COMBINE_WRONG = mistakes_for(check_combine_masks, [
-    (lambda pad, causal: pad | causal, ["“或”"]),
-    (lambda pad, causal: ~(pad & causal), ["极性反了"]),
-    (lambda pad, causal: causal.expand(pad.shape[0], 1, *causal.shape).clone(), ["只用了因果掩码"]),
-    (lambda pad, causal: pad.expand(pad.shape[0], 1, causal.shape[0], pad.shape[-1]).clone(),
-     ["只用了 padding mask"]),
-    (lambda pad, causal: (pad & causal)[:, 0], ["少了头的轴"]),
-    (lambda pad, causal: pad.int() * causal.int(), ["dtype"]),
-    # the `causal` argument ignored: caught by non-square (L, S) masks and two different causal arguments
-    (combine_ignores_causal, ["没有用参数 causal"]),
-    (combine_own_square, ["没有用参数 causal", "(B, 1, S, S)"]),
-    # the caller's masks changed in place, named by the guard
-    (combine_pad_in_place, [MUTATED, "参数 pad"]),
-    (combine_causal_in_place, [MUTATED, "参数 causal"]),
-    (combine_via_mha, [SHORTCUT, "mha.masks.normalize_mask"]),
-    (lambda pad, causal: None, ["返回了 None"]),
-    (raise_value_error, ["ValueError: boom"]),
-])
 
 
 # ---------------------------------------------------------------- 10.1 (reworked) causal mask with a window w
@@ -198,7 +141,7 @@ WINDOW_WRONG = mistakes_for(check_window_mask, [
     (lambda L, w: window_ok(L, w)[None, None], ["形状", "(L, L)"]),
     (lambda L, w: window_ok(L, 2), ["window_mask(6, 3)"]),  # a fixed window
     (lambda L, w: window_ok(L, min(w, 4)), ["window_mask(8, 8)", "不对"]),  # wrong only for a wide window
-    (lambda L, w: mha.causal_mask(L) & ~mha.causal_mask(L).tril(-w), [SHORTCUT, "mha.masks.causal_mask"]),
+    (lambda L, w: mha.causal_mask(L) & ~mha.causal_mask(L).tril(-w), [SHORTCUT, "mha.causal_mask"]),
     (lambda L, w: None, ["返回了 None"]),
     (raise_value_error, ["ValueError: boom"]),
 ])
@@ -268,8 +211,8 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
     (lambda ids, p: (ids > p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
      ["pad_id = 3", "不对"]),  # `>` instead of `!=`
     (lambda ids, p: mha.padding_mask(ids, p) & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
-     [SHORTCUT, "mha.masks.padding_mask"]),
-    (lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1]), [SHORTCUT, "mha.masks.causal_mask"]),
+     [SHORTCUT, "mha.padding_mask"]),
+    (lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1]), [SHORTCUT, "mha.causal_mask"]),
     (lambda ids, p: (ids != p) @ torch.ones(3, 3), ["运行时抛出了"]),  # a torch error inside the student's code
     (lambda ids, p: None, ["返回了 None"]),
     (raise_value_error, ["ValueError: boom"]),
@@ -347,20 +290,20 @@ SHAPES_WRONG = mistakes_for(check_cross_attention_shapes, [
     (shapes_map(lambda s: (s[0] + 0.5,) + s[1:], ["k"]), ['shapes["k"]', "应该是整数"]),
     (shapes_map(lambda s: (np.bool_(True),) + s[1:], ["k"]), ["布尔值"]),
     (shapes_map(lambda s: torch.zeros(s), ["q"]), ["tuple(t.shape)"]),
-    (shapes_by_running_mha, [SHORTCUT, "mha.layer.MultiHeadAttention"]),
+    (shapes_by_running_mha, [SHORTCUT, "mha.MultiHeadAttention"]),
     (shapes_by_running_torch, [SHORTCUT, "nn.MultiheadAttention"]),
     (lambda *a: None, ["返回了 None"]),
 ])
 
 
 # ---------------------------------------------------------------- the tables, run
-test_right_answers_pass = right_answers(WINDOW_RIGHT, DECODER_RIGHT, CAUSAL_RIGHT, COMBINE_RIGHT, SHAPES_RIGHT)
-test_wrong_answers_are_named = wrong_answers(WINDOW_WRONG, DECODER_WRONG, CAUSAL_WRONG, COMBINE_WRONG, SHAPES_WRONG)
+test_right_answers_pass = right_answers(WINDOW_RIGHT, DECODER_RIGHT, SHAPES_RIGHT)
+test_wrong_answers_are_named = wrong_answers(WINDOW_WRONG, DECODER_WRONG, SHAPES_WRONG)
 # The stub and garbage answers of these exercises beyond the generic ones (tests/checkers/test_exercises_common.py).
 test_stubs_are_not_done = not_done_answers(answers_for(check_cross_attention_shapes,
                                                       shape_dict_stubs(shapes_ok, 1, 1, 1, 2, 1)))
 test_garbage_gets_a_verdict = wrong_answers(every(
-    [check_window_mask, check_decoder_mask, check_causal_mask, check_combine_masks, check_cross_attention_shapes],
+    [check_window_mask, check_decoder_mask,   check_cross_attention_shapes],
     RETURNED_GARBAGE + shape_dict_garbage(shapes_ok, 1, 1, 1, 2, 1)))
 
 

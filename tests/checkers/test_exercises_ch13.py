@@ -1,8 +1,9 @@
 """Chapter 13 checkers: references pass, stubs are "not done", named mistakes fail, shortcuts are refused,
 garbage never raises."""
+import pytest
 import torch
 
-from mha.course.exercises import check_continue_prefix, check_greedy_decode, check_pad_numerals, check_zero_head_hook
+from mha.course.exercises import (check_continue_prefix, check_pad_numerals, check_zero_head_hook)
 from mha.course.numerals.data import BOS, EOS, TGT_TOKENS
 from exercise_support import answers_for, every, mistakes_for, not_done_answers, right_answers, verdict, wrong_answers
 from exercise_support import raise_value_error as crashes
@@ -62,7 +63,17 @@ def pad_mutates(words, vocab, pad_id):
     return pad_ok(words, vocab, pad_id)
 
 
+def pad_with_book_vocab(words, vocab, pad_id):  # a student's: ignores the vocab handed in
+    from mha.course.numerals.data import SRC_ID
+    S = max(map(len, words))
+    ids = torch.full((len(words), S), pad_id, dtype=torch.long)
+    for b, w in enumerate(words):
+        ids[b, :len(w)] = torch.tensor([SRC_ID[c] for c in w])
+    return ids, (ids != pad_id)[:, None, None, :]
+
+
 PAD_WRONG = {
+    "the book's vocab, not the one handed in": (pad_with_book_vocab, "vocab"),
     "left padding": (pad_left, "左边"),
     "fixed length": (pad_fixed_15, "太长"),
     "pad id 0 hard-coded": (pad_zero_hardcoded, "写死成了 0"),
@@ -167,17 +178,6 @@ GREEDY_WRONG = {
     "returns tensor": (lambda model, src, mask: torch.zeros(src.shape[0], 3), "字符串列表"),
     "wrong count": (lambda model, src, mask: greedy_ok(model, src, mask)[:-1], "个答案"),
 }
-
-
-def test_greedy_wrong_argmax_axis_fails(capsys):
-    def wrong_axis(model, src, src_mask):
-        memory = model.encode(src, src_mask)
-        token = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
-        logits, _ = model.decode_step(token, memory, src_mask)
-        return [str(int(i)) for i in logits.argmax(0)[: src.shape[0]]]
-
-    ok, out = verdict(capsys, check_greedy_decode, wrong_axis)
-    assert not ok and "答案不对" in out, out
 
 
 # ---------------------------------------------------------------- 13.2 as the book asks it now: a forced prefix
@@ -336,15 +336,76 @@ GARBAGE = [
 
 test_right_answers_pass = right_answers(
     answers_for(check_pad_numerals, [pad_ok, pad_ok_lists]),
-    answers_for(check_greedy_decode, [greedy_ok]),
     answers_for(check_continue_prefix, [continue_ok, continue_tensors]),
     answers_for(check_zero_head_hook, [hook_ok, hook_ok_clone]),
 )
 test_stubs_are_not_done = not_done_answers(answers_for(check_pad_numerals, [lambda *a: (..., ...)]))
 test_wrong_answers_are_named = wrong_answers(
     mistakes_for(check_pad_numerals, PAD_WRONG.values()),
-    mistakes_for(check_greedy_decode, GREEDY_WRONG.values()),
     mistakes_for(check_continue_prefix, CONTINUE_WRONG.values()),
     mistakes_for(check_zero_head_hook, HOOK_WRONG.values()),
-    every([check_pad_numerals, check_greedy_decode, check_continue_prefix, check_zero_head_hook], GARBAGE),
+    every([check_pad_numerals,  check_continue_prefix, check_zero_head_hook], GARBAGE),
 )
+
+
+def _zeroing_hook(dtype):
+    def make(head, d_k):
+        def hook(module, inputs):
+            out = inputs[0].clone().to(dtype)
+            out[..., head * d_k:(head + 1) * d_k] = 0
+            return (out,)
+        return hook
+    return make
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.int64])
+def test_13_3_names_a_dtype_mismatch(capsys, dtype):
+    ok, line = verdict(capsys, check_zero_head_hook, _zeroing_hook(dtype))
+    assert ok is False and "dtype" in line and str(dtype) in line, line
+
+
+# ---------------------------------------------------------------- 13.2 residues (issue 27)
+def continue_by_decode_target(model, src, src_mask, prefix):
+    """Honest: the written ids collected, the strings built by the library's own decode_target."""
+    from mha.course.numerals.data import MAX_TARGET_LEN, decode_target
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    feed = [BOS] + [TGT_TOKENS.index(c) for c in prefix]
+    token, caches, written, done = torch.full((B, 1), feed[0]), None, [], torch.zeros(B, dtype=torch.bool)
+    for step in range(MAX_TARGET_LEN):
+        logits, caches = model.decode_step(token, memory, src_mask, caches)
+        if step + 1 < len(feed):
+            token = torch.full((B, 1), feed[step + 1])
+            continue
+        nxt = logits.argmax(-1)  # (B,)
+        written.append(nxt)
+        done |= nxt == EOS
+        if done.all():
+            break
+        token = nxt[:, None]
+    return [prefix + s for s in decode_target(torch.stack(written, 1))]
+
+
+def continue_writing_after_eos(model, src, src_mask, prefix):
+    """Wrong: a row that wrote <eos> keeps adding what the model writes afterwards (no done flag per row)."""
+    from mha.course.numerals.data import MAX_TARGET_LEN
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    feed = [BOS] + [TGT_TOKENS.index(c) for c in prefix]
+    token, caches, answers, seen = torch.full((B, 1), feed[0]), None, [prefix] * B, torch.zeros(B, dtype=torch.bool)
+    for step in range(MAX_TARGET_LEN):
+        logits, caches = model.decode_step(token, memory, src_mask, caches)
+        if step + 1 < len(feed):
+            token = torch.full((B, 1), feed[step + 1])
+            continue
+        nxt = logits.argmax(-1)
+        answers = [a + (TGT_TOKENS[n] if n != EOS and TGT_TOKENS[n].isdigit() else "") for a, n in zip(answers, nxt.tolist())]
+        seen |= nxt == EOS
+        if seen.all():
+            break
+        token = nxt[:, None]
+    return answers
+
+
+test_residues_13_2_right = right_answers(answers_for(check_continue_prefix, [continue_by_decode_target]))
+test_residues_13_2_wrong = wrong_answers(mistakes_for(check_continue_prefix, [(continue_writing_after_eos, "<eos>")]))

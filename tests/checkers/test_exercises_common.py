@@ -5,6 +5,7 @@ never an exception); each call prints exactly one line and returns a bool. The c
 (tests/checkers/test_exercises_chNN.py) test what is specific to each exercise.
 """
 import math
+import re
 import sys
 import threading
 import warnings
@@ -19,9 +20,10 @@ import mha.course.exercises as ex
 import mha
 from mha.course.numerals.data import decode_target
 from exercise_support import STUBS, label, verdict, verdict_allowing_prints
+from mha.course.exercises.records import RECORDS
 
-# The checkers of the book's current exercises (a replaced exercise's checker is tried in its chapter's file).
-CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_") and getattr(ex, name).listed]
+# The checkers of the book's exercises.
+CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
 # Exercises whose answer is a value (a shape, a dict, numbers) or a class, not a function.
 NOT_A_FUNCTION = {"1.1", "1.2", "2.2", "4.2", "5.1", "5.2", "6.1", "6.2", "7.1", "8.3", "8.4", "9.4", "10.4"}
 FUNCTION_CHECKERS = [c for c in CHECKERS if c.exercise_id not in NOT_A_FUNCTION]
@@ -146,7 +148,7 @@ def test_any_crash_gets_a_verdict(capsys, checker, crash, words):
 @pytest.mark.parametrize("answer", [NoSuperInit, lambda *args: nested_tensor(), raise_system_exit],
                          ids=["module without super().__init__()", "returns a nested tensor", "sys.exit"])
 def test_the_slow_checker_gives_a_verdict_too(capsys, answer):
-    ok, out = verdict(capsys, ex.check_greedy_decode, answer)
+    ok, out = verdict(capsys, ex.check_continue_prefix, answer)
     assert ok is False and "❌" in out, out
 
 
@@ -154,7 +156,7 @@ def test_a_keyboard_interrupt_stops_the_check():
     def interrupted(*args):
         raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
-        ex.check_split_heads(interrupted, record=False)
+        ex.check_dependency_matrix(interrupted, record=False)
     assert sys.getprofile() is None and threading.getprofile() is None
 
 
@@ -179,8 +181,8 @@ class NoIterList(list):
 
 
 @pytest.mark.parametrize("checker, answer", [
-    (ex.check_dot_product_variance, np.zeros(10**6).view(NoIterArray)),
-    (ex.check_dot_product_variance, torch.zeros(10**6).as_subclass(NoIterTensor)),
+    (ex.check_dot_product_variance_scaled, np.zeros(10**6).view(NoIterArray)),
+    (ex.check_dot_product_variance_scaled, torch.zeros(10**6).as_subclass(NoIterTensor)),
     (ex.check_scores_shape, NoIterList(range(10**6))),
 ], ids=["5.2 numpy", "5.2 torch", "5.1 list"])
 def test_a_huge_answer_is_refused_by_its_size(capsys, checker, answer):
@@ -201,17 +203,29 @@ def _safe_mask(mask):
     return None if mask is None else mask | ~mask.any(-1, keepdim=True)
 
 
+def _attention_weights(q, k, v, mask=None):
+    """5.3 done right: (output, weights), a query that sees no key gets zero weights."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        mask = mask != 0
+        scores = scores.masked_fill(~mask, -1e9)
+    weights = scores.softmax(-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
 def _sdpa_by(run):
-    """An attention answer that runs the fused kernel through ``run(q, k, v, mask)``; right in value."""
+    """An attention answer that also runs the fused kernel through ``run(q, k, v, mask)``; right in value."""
     def fn(q, k, v, mask=None):
-        return _attention(q, k, v, mask) * 0 + run(q, k, v, _safe_mask(mask)).where(
-            torch.ones(()).bool() if mask is None else mask.any(-1, keepdim=True), v.mean(-2, keepdim=True))
+        out, weights = _attention_weights(q, k, v, mask)
+        return out + 0 * run(q, k, v, None), weights
     return fn
 
 
 SDPA = F.scaled_dot_product_attention
 # Each way of reaching the fused kernel the prompt forbids is named (the checker is no exam: switching the
-# watch off is not a trick it fights, see mha/course/exercises/_core.py).
+# watch off is not a trick it fights, see mha/course/exercises/guard.py).
 ATTENTION_SHORTCUTS = [
     (lambda q, k, v, m: SDPA(q, k, v, m), "F.scaled_dot_product_attention"),
     (lambda q, k, v, m: torch.ops.aten.scaled_dot_product_attention(q, k, v, m), "torch.ops.aten.scaled_dot_product_attention"),
@@ -222,23 +236,23 @@ ATTENTION_SHORTCUTS = [
 
 @pytest.mark.parametrize("run, words", ATTENTION_SHORTCUTS, ids=lambda x: x if isinstance(x, str) else "")
 def test_a_fused_kernel_is_named_however_it_is_reached(capsys, run, words):
-    ok, out = verdict(capsys, ex.check_attention, _sdpa_by(run))
+    ok, out = verdict(capsys, ex.check_attention_weights, _sdpa_by(run))
     assert ok is False and words in out, out
     assert sys.getprofile() is None
 
 
 def test_a_right_answer_passes_under_the_watch(capsys):
-    ok, out = verdict(capsys, ex.check_attention, _attention)
+    ok, out = verdict(capsys, ex.check_attention_weights, _attention_weights)
     assert ok is True, out
 
 
 def test_printing_with_the_book_s_fmt_is_allowed(capsys):
     """An honest 5.3 that prints with mha.fmt while debugging passes (mha.fmt is no shortcut)."""
     def attention(q, k, v, mask=None):
-        out = _attention(q, k, v, mask)
-        mha.fmt(out, 2)
-        return out
-    ok, out = verdict_allowing_prints(capsys, ex.check_attention, attention)
+        out, weights = _attention_weights(q, k, v, mask)
+        print(mha.fmt(weights.flatten()[:2], 2))
+        return out, weights
+    ok, out = verdict_allowing_prints(capsys, ex.check_attention_weights, attention)
     assert ok is True, out
 
 
@@ -286,12 +300,12 @@ def test_a_layer_using_a_fused_kernel_is_named(capsys, cls, words):
     assert (ok is True) if words is None else (ok is False and words in out), out
 
 
-def _greedy_by_the_model(model, src, src_mask):
+def _greedy_by_the_model(model, src, src_mask, prefix):
     return decode_target(model.greedy_ids(src, src_mask))
 
 
 def test_the_model_s_own_decoding_is_refused(capsys):
-    ok, out = verdict(capsys, ex.check_greedy_decode, _greedy_by_the_model)
+    ok, out = verdict(capsys, ex.check_continue_prefix, _greedy_by_the_model)
     assert ok is False and "model.greedy_ids" in out, out
 
 
@@ -299,7 +313,7 @@ def test_a_verdict_is_its_bool_and_a_notebook_shows_nothing_for_it(capsys):
     """The check cell's last line is the checker call: no stray True/False under the printed verdict."""
     from IPython.core.formatters import DisplayFormatter
 
-    from mha.course.exercises._core import Verdict
+    from mha.course.exercises.verdicts import Verdict
 
     checker = CHECKERS[0]
     ok = checker(None, record=False)
@@ -309,3 +323,52 @@ def test_a_verdict_is_its_bool_and_a_notebook_shows_nothing_for_it(capsys):
     formatter = DisplayFormatter()
     assert formatter.format(ok) == ({}, {})
     assert formatter.format(True) != ({}, {})  # a plain bool would show
+
+
+def test_the_summary_lists_exercises_in_order_and_leaves_reference_answers_out(capsys):
+    """ch02's checkers are defined 2.2 before 2.1; the summary still lists 2.1 first. A reference-solution
+    cell calls the checker with record=False: it is not counted (issue 27)."""
+    from mha.course.exercises.verdicts import _REGISTRY
+    saved = {k: list(v) for k, v in _REGISTRY["ch02"].items()}
+    try:
+        for entry in _REGISTRY["ch02"].values():
+            entry[1] = None
+        ex.check_pe_shift_matrix(None)  # the student's cell, still a stub
+        ex.check_pe_bug({"crashes": (2, 3), "silently_wrong": (1, 3), "fixed": None}, record=False)  # a reference cell
+        capsys.readouterr()
+        assert list(ex.results("ch02")) == ["2.1", "2.2", "2.3"]
+        assert ex.results("ch02") == {"2.1": "todo", "2.2": None, "2.3": None}
+        ex.summary("ch02")
+        lines = capsys.readouterr().out.splitlines()
+        assert [re.search(r"\d+\.\d+", line).group() for line in lines[1:4]] == ["2.1", "2.2", "2.3"], lines
+        assert lines[-1] == "通过 0 / 3", lines
+    finally:
+        for k, v in saved.items():
+            _REGISTRY["ch02"][k] = v
+
+
+# ---------------------------------------------------------------- exercises as records
+def _records_checker(record):
+    return next(c for c in CHECKERS if c.exercise_id == record.id)
+
+
+SHAPE_RECORDS = [r for r in RECORDS.values() if r.kind in ("shape", "shape function")]
+
+
+@pytest.mark.parametrize("record", SHAPE_RECORDS, ids=lambda r: r.id)
+def test_each_wrong_answer_of_a_record_gets_its_own_verdict(capsys, record):
+    """The record is what the checker reads: every shape of every typical mistake fails with that mistake's why."""
+    checker = _records_checker(record)
+    for j, wrong in enumerate(record.wrongs(*record.cases[0])):
+        for i in range(len(wrong.answers)):
+            if record.kind == "shape":
+                answer = wrong.answers[i]
+            else:
+                answer = lambda *case, j=j, i=i: record.wrongs(*case)[j].answers[i]  # noqa: E731
+            ok, out = verdict(capsys, checker, answer)
+            assert ok is False and wrong.why.split("；")[0][:20] in out, (wrong.name, out)
+        assert record.right(*record.cases[0]) not in wrong.answers, wrong.name
+
+
+def test_the_shape_families_read_records():
+    assert {"1.1", "4.1", "5.1", "3.1", "8.1", "9.3", "10.3"} <= set(RECORDS)

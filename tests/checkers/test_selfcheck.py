@@ -102,8 +102,7 @@ def _choices(exercise_id: str, index: int = 0):
     return [(value_of(a), a["correct"]) for a in q["answers"]]
 
 
-@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape_cross), ("5.1", ex.check_scores_shape),
-                                                ("7.1", ex.check_w_o_params)])
+@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape_cross), ("5.1", ex.check_scores_shape)])
 def test_single_value_answers_agree_with_the_checker(exercise_id, check, capsys):
     q = sc.questions(exercise_id)[0]
     if q["type"] == "numeric":
@@ -123,20 +122,13 @@ def test_changed_positions_agree_with_the_checker(capsys):
         assert passes(ex.check_changed_positions_cross, {"change_kv": kv, "change_q": value}, capsys) == correct, value
 
 
-def test_variances_agree_with_the_checker(capsys):
+def test_variances_are_the_theory():
     raw_q, scaled_q = sc.questions("5.2")
     raw, scaled = right(raw_q)["value"], right(scaled_q)["value"]
     assert (raw, scaled) == (ch05.VARIANCE_D_K, 1)
-    for q, pair in ((raw_q, lambda v: (v, scaled)), (scaled_q, lambda v: (raw, v))):
-        for a in q["answers"]:
-            if a["type"] == "value":
-                assert passes(ex.check_dot_product_variance, pair(a["value"]), capsys) == a["correct"], a
-            if a["type"] == "range":  # the quiz accepts what the checker accepts, and no more
-                low, high = a["range"]
-                truth = right(q)["value"]
-                assert (low, high) == pytest.approx((truth * (1 - ch05.VARIANCE_RTOL), truth * (1 + ch05.VARIANCE_RTOL)))
-                assert passes(ex.check_dot_product_variance, pair(low + (high - low) * 0.9), capsys)
-                assert not passes(ex.check_dot_product_variance, pair(high * 1.02), capsys)
+    for q in (raw_q, scaled_q):  # the quiz accepts what the chapter's tolerance accepts, and no more
+        (low, high), truth = [a["range"] for a in q["answers"] if a["type"] == "range"][0], right(q)["value"]
+        assert (low, high) == pytest.approx((truth * (1 - ch05.VARIANCE_RTOL), truth * (1 + ch05.VARIANCE_RTOL)))
 
 
 def test_concat_shapes_agree_with_the_checker(capsys):
@@ -146,38 +138,6 @@ def test_concat_shapes_agree_with_the_checker(capsys):
         assert passes(ex.check_concat_shapes, (value, concat), capsys) == correct, value
     for value, correct in _choices("6.1", 1):
         assert passes(ex.check_concat_shapes, (t, value), capsys) == correct, value
-
-
-_BLOCK_LABEL = re.compile(r"Q = (?:K = V = )?(\w+)(?:，K = V = (\w+))?；掩码：(.+)")
-
-
-def _block_choice(text: str) -> tuple:
-    q, kv, mask = _BLOCK_LABEL.fullmatch(text).groups()
-    return q, kv or q, None if mask == "不用掩码" else mask
-
-
-def _block_fn(choices: dict):
-    """A student answer to 2.3 that picks ``choices[block] = (query, key/value, mask expression)``."""
-    def block_inputs(block, enc_x, dec_x, dec_h, enc_out, masks):
-        tensors = {"enc_x": enc_x, "dec_x": dec_x, "dec_h": dec_h, "enc_out": enc_out}
-        q, kv, mask = choices[block]
-        Lq, Sk = tensors[q].shape[1], tensors[kv].shape[1]
-        m = None
-        for name in (mask or "").split(" & ") if mask else []:
-            part = torch.ones(Lq, Sk, dtype=torch.bool).tril() if name == "causal" else masks[name]
-            m = part if m is None else m & part
-        return tensors[q], tensors[kv], tensors[kv], m
-    return block_inputs
-
-
-def test_block_choices_agree_with_the_checker(capsys):
-    questions = dict(zip(ch02.BLOCKS, sc.questions("2.3")))
-    truth = {b: _block_choice(label(right(q))) for b, q in questions.items()}
-    assert passes(ex.check_block_inputs, _block_fn(truth), capsys)
-    for block, q in questions.items():
-        for a in q["answers"]:
-            if not a["correct"]:
-                assert not passes(ex.check_block_inputs, _block_fn({**truth, block: _block_choice(label(a))}), capsys), a
 
 
 def test_padding_mask_choice_agrees_with_the_checker(capsys):

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from mha.course.exercises import results
-from mha.course.exercises._core import Verdict
+from mha.course.exercises.verdicts import Verdict
 
 # What a checker prints when it has a bug of its own; no answer a student can hand in may reach it.
 INTERNAL_ERROR = "检查时出错"

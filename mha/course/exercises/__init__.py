@@ -5,7 +5,7 @@ number), prints one verdict in Chinese, returns True/False and never raises.
 ``summary("ch04")`` shows which of a chapter's exercises pass.
 """
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
-from ._core import results, summary
+from .verdicts import results, summary
 from .ch01 import *  # noqa: F401,F403
 from .ch02 import *  # noqa: F401,F403
 from .ch03 import *  # noqa: F401,F403

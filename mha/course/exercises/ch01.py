@@ -1,11 +1,10 @@
 """Checkers for chapter 01, 多头注意力是什么.
 
-1.1 predict the output shape of cross-attention, L != S (a tuple); ``check_output_shape`` grades the
-    earlier self-attention version of the task
+1.1 predict the output shape of cross-attention, L != S (a tuple)
 1.2 which output positions change when one Key/Value token or one Query token changes in cross-attention
-    (a dict: reasoning); ``check_changed_positions`` grades the earlier self-attention version
+    (a dict: reasoning)
 1.3 the dependency matrix of a layer: which output positions move when each input token changes (a function,
-    L x L); ``check_changed_positions_fn`` grades the earlier task (one token k, the chapter's experiment)
+    L x L)
 
 (Counting the layer's parameters is exercise 3.2.)
 """
@@ -15,59 +14,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._core import Mistake, NotDone, as_int, as_shape, call, checker, is_stub, name_the_match, part
+from .answers import as_int, name_the_match, part
+from .records import Exercise, Wrong, predict_shape
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
-__all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_dependency_matrix",
-           "check_changed_positions_fn", "check_output_shape", "check_changed_positions"]
-
-# ---------------------------------------------------------------- 1.1
-SHAPE_QUESTION = {"B": 2, "L": 7, "d_model": 12, "n_heads": 3}
-
-
-@checker("ch01", "1.1", "预测多头注意力的输出形状", listed=False)
-def check_output_shape(answer):
-    """``answer``: the shape of ``MultiHeadAttention(12, 3)(x, x, x)`` for x of shape (2, 7, 12)."""
-    from mha.layer import MultiHeadAttention
-
-    if is_stub(answer):
-        raise NotDone()
-    B, L, d_model, h = (SHAPE_QUESTION[k] for k in ("B", "L", "d_model", "n_heads"))
-    d_k = d_model // h
-    shape = as_shape(answer, "你的答案")
-    if shape == (B, h, L, d_k):
-        raise Mistake(f"{shape} 是分头之后、Concat 之前的中间形状 (B, h, L, d_k)；"
-                      "层的最后还有 Concat 和最终 Linear，会把形状还原")
-    if shape == (B, L, d_k):
-        raise Mistake(f"{shape} 只是一个头的宽度 d_k = {d_k}；多个头的结果 Concat 之后宽度回到 d_model = {d_model}")
-    if shape in ((B, h, L, L), (B, L, L)):
-        raise Mistake(f"{shape} 是注意力权重（每个 query 对每个 key 的分数）的形状，不是输出 x′ 的形状")
-    if shape == (L, d_model):
-        raise Mistake(f"{shape} 漏掉了 batch 维 B = {B}：输入有几句话，输出就有几句话")
-    layer = MultiHeadAttention(d_model, h).eval()  # the truth is computed, not typed in
-    x = torch.randn(B, L, d_model)
-    with torch.no_grad():
-        truth = tuple(layer(x, x, x).shape)
-    if shape != truth:
-        raise Mistake(f"你的答案 {shape} 不对。"
-                      "提示：多头注意力是一种特征变换，x′ 和 x 的形状有什么关系？")
-
+__all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_dependency_matrix"]
 
 # ---------------------------------------------------------------- 1.2
-POSITIONS_QUESTION = {"L": 6, "changed": 2}
-
-
-def _true_changed_positions(kind: str, L: int, k: int, d_model: int = 4) -> list[int]:
-    """Change token k of a random sequence and report which output positions move (computed, not assumed)."""
-    from mha.layer import MultiHeadAttention
-
-    layer = nn.Linear(d_model, d_model) if kind == "linear" else MultiHeadAttention(d_model, 2).eval()
-    x = torch.randn(1, L, d_model)
-    x2 = x.clone()
-    x2[0, k] = torch.randn(d_model)
-    with torch.no_grad():
-        y, y2 = (layer(t) if kind == "linear" else layer(t, t, t) for t in (x, x2))
-    moved = (y2 - y).abs().amax(dim=-1)[0] > 1e-6  # (L,)
-    return moved.nonzero().flatten().tolist()
 
 
 def as_index_list(value, what: str) -> list[int]:
@@ -99,39 +53,6 @@ def position_lists(answer, keys) -> dict:
     return {key: sorted(set(as_index_list(part(answer[key], f'answer["{key}"]'), f'answer["{key}"]'))) for key in keys}
 
 
-@checker("ch01", "1.2", "改一个 token，哪些位置会变", listed=False)
-def check_changed_positions(answer):
-    """``answer = {"linear": [...], "mha": [...]}``: positions (0-based) of the output that change
-    when token 2 of a 6-token sequence is replaced, for a position-wise Linear and for self-attention."""
-    if is_stub(answer):
-        raise NotDone()
-    L, k = POSITIONS_QUESTION["L"], POSITIONS_QUESTION["changed"]
-    lin, att = position_lists(answer, ("linear", "mha")).values()
-    every = list(range(L))
-    for key, got in (("linear", lin), ("mha", att)):
-        if any(p < 0 or p >= L for p in got):
-            if got and all(1 <= p <= L for p in got):
-                raise Mistake(f'answer["{key}"] = {got} 里有位置 {L}：位置编号从 0 开始（0 到 {L - 1}），不是从 1 开始')
-            raise Mistake(f'answer["{key}"] = {got} 超出了范围：{L} 个 token 的位置是 0 到 {L - 1}')
-    truth_lin = _true_changed_positions("linear", L, k)
-    truth_att = _true_changed_positions("mha", L, k)
-    if lin == [k + 1]:
-        raise Mistake(f"被改的是第 {k} 号位置（从 0 开始数），你的答案像是从 1 开始数的")
-    if lin == every:
-        raise Mistake("nn.Linear 对每个位置单独做 x W^T + b，位置之间互不相干：只有被改的那个位置会变")
-    if lin != truth_lin:
-        raise Mistake(f'answer["linear"] = {lin} 不对。提示：Linear 逐个位置计算，位置 j 的输出只用到位置 j 的输入')
-    if att == [k]:
-        raise Mistake("把多头注意力当成了逐位置的 Linear：没有掩码时，每个位置的输出都要对所有 token 加权求和，"
-                      "所以改一个 token，所有位置都会变")
-    if att == list(range(k, L)):
-        raise Mistake("这是加了因果掩码（只能看前面）才会有的结果；这里没有任何掩码，每个 query 都能看到所有 key")
-    if att == [p for p in every if p != k]:
-        raise Mistake("被改的那个位置自己也会变：它的 query、key、value 全都变了")
-    if att != truth_att:
-        raise Mistake(f'answer["mha"] = {att} 不对。提示：没有掩码时，每个位置的输出 x′ 都用到了哪些 token？')
-
-
 # ---------------------------------------------------------------- 1.1 (cross-attention, L != S)
 CROSS_SHAPE_QUESTION = {"B": 2, "L": 7, "S": 5, "d_model": 12, "n_heads": 3}
 
@@ -145,25 +66,20 @@ def cross_output_shape(B: int, L: int, S: int, d_model: int, n_heads: int) -> tu
         return tuple(layer(torch.zeros(B, L, d_model), torch.zeros(B, S, d_model), torch.zeros(B, S, d_model)).shape)
 
 
-@checker("ch01", "1.1", "预测交叉注意力的输出形状（L ≠ S）")
-def check_output_shape_cross(answer):
-    """``answer``: the shape of ``MultiHeadAttention(12, 3)(q, kv, kv)`` for q (2, 7, 12) and kv (2, 5, 12)."""
-    if is_stub(answer):
-        raise NotDone()
-    B, L, S, d_model, h = (CROSS_SHAPE_QUESTION[k] for k in ("B", "L", "S", "d_model", "n_heads"))
+def _cross_wrongs(B, L, S, d_model, h):
     d_k = d_model // h
-    shape = as_shape(answer, "你的答案")
-    truth = cross_output_shape(B, L, S, d_model, h)
-    if shape == truth:
-        return
-    if shape == (B, S, d_model):
-        raise Mistake(f"{shape} 的长度跟着 Key/Value（S = {S}）走了：每个 query 得到一个输出向量，"
-                      f"输出有几行由 Query 的长度 L = {L} 决定；S 只决定每个 query 在几个 key 之间分配权重")
-    if shape in ((B, h, L, S), (B, L, S)):
-        raise Mistake(f"{shape} 是注意力权重（L 个 query 对 S 个 key 的分数）的形状，不是输出 x′ 的形状")
-    if shape in ((B, h, L, d_k), (B, L, d_k)):
-        raise Mistake(f"{shape} 是分头之后的中间形状（或一个头的宽度 d_k = {d_k}）；Concat 和最终 Linear 会把宽度还原成 d_model")
-    raise Mistake(f"你的答案 {shape} 不对。提示：输出的每一行对应一个 query；宽度呢？")
+    return [Wrong("length of Key/Value", ((B, S, d_model),),
+                  f"的长度跟着 Key/Value（S = {S}）走了：每个 query 得到一个输出向量，"
+                  f"输出有几行由 Query 的长度 L = {L} 决定；S 只决定每个 query 在几个 key 之间分配权重"),
+            Wrong("the weights' shape", ((B, h, L, S), (B, L, S)), "是注意力权重（L 个 query 对 S 个 key 的分数）的形状，不是输出 x′ 的形状"),
+            Wrong("split, before Concat", ((B, h, L, d_k), (B, L, d_k)),
+                  f"是分头之后的中间形状（或一个头的宽度 d_k = {d_k}）；Concat 和最终 Linear 会把宽度还原成 d_model")]
+
+
+check_output_shape_cross = predict_shape(Exercise(
+    "1.1", "ch01", "预测交叉注意力的输出形状（L ≠ S）", "shape", cross_output_shape, _cross_wrongs,
+    hint=lambda *case_and_got: f"你的答案 {case_and_got[-1]} 不对。提示：输出的每一行对应一个 query；宽度呢？",
+    cases=(tuple(CROSS_SHAPE_QUESTION[k] for k in ("B", "L", "S", "d_model", "n_heads")),)))
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
@@ -339,29 +255,6 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
                "x 的形状是 (B, L, d_model)，位置是第 1 维，要在第 0 和第 2 维上汇总")
 
 
-@checker("ch01", "1.3", "写一个实验：找出输出里变化的位置", listed=False)
-def check_changed_positions_fn(fn):
-    """``fn(f, x, k) -> list[int]``: add 1 to token k of every sequence of x (B, L, d_model), run ``f`` on
-    both versions and return, in ascending order, the positions j whose output vector changed."""
-    for name, f, x, k in _position_cases():
-        what = f"changed_positions({name}, x {tuple(x.shape)}, k={k})"
-        out = as_index_list(call(fn, f, x, k, what="changed_positions"), f"{what} 的返回值")
-        truth = _changed_positions_reference(f, x, k)
-        if out == truth:
-            continue
-        if sorted(out) == truth:
-            raise Mistake(f"{what} 返回 {out}：位置对了，但请按从小到大的顺序返回")
-        if out == [p + 1 for p in truth]:
-            raise Mistake(f"{what} 返回 {out}，应为 {truth}：位置编号从 0 开始，不是从 1 开始")
-        for wrong, message in _wrong_experiments(f, x, k):
-            if out == wrong != truth:
-                raise Mistake(f"{what} 返回 {out}，应为 {truth}：{message}")
-        if out == [] and truth:
-            raise Mistake(f"{what} 返回 []，应为 {truth}：两次输出完全一样，说明“改过的 x”其实没改到，"
-                          "或者两次都用了同一个张量")
-        raise Mistake(f"{what} 返回 {out}，应为 {truth}")
-
-
 # ---------------------------------------------------------------- 1.3 (the dependency matrix, every k at once)
 def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
     """An (L, L) answer of True/False (or 0/1): a tensor, an array or a list of rows, as a bool tensor."""
@@ -382,7 +275,7 @@ def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
         value = torch.tensor([[as_flag(v, what) for v in r] for r in rows], dtype=torch.bool).reshape(L, L)
     if not isinstance(value, torch.Tensor):
         raise Mistake(f"{what} 应该是 {L}×{L} 的 True/False 矩阵（张量或由 {L} 行组成的 list），却是 {type(value).__name__}")
-    from ._core import plain
+    from .answers import plain
     value = plain(value).detach()
     if value.is_complex() or value.dtype.is_floating_point and not torch.isfinite(value).all():
         raise Mistake(f"{what} 里有复数、NaN 或 inf；要的是 True/False（或 0/1）")

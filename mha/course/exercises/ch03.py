@@ -5,9 +5,6 @@
   (values) wide, d_k, d_v free.
 * 3.3 ``check_packed_head_k``: one head's K' straight from the packed (3·d_model, d_model) weight that
   nn.MultiheadAttention stores (the K block, then the head's d_k rows), with matrix products only.
-
-The earlier tasks keep their checkers (saved notebooks call them): ``check_projection_shape``,
-``check_count_parameters``, ``check_project_matmul``, ``check_project_packed`` (all of Q', K', V' from the packed weight).
 """
 from __future__ import annotations
 
@@ -16,190 +13,46 @@ from torch import nn
 
 from mha.steps import project
 
-from ._core import (LINEAR, PREDICT_SHAPES, Mistake, as_shape_dict, as_int, as_shape, call, checker, expect_close, expect_gradients,
-                    expect_shape, expect_tensor)
+from .answers import as_int, expect_close, expect_tensor, name_the_match
+from .gradients import expect_gradients
+from .guard import LINEAR, PREDICT_SHAPES
+from .records import Exercise, predict_shapes
+from .running import call
+from .verdicts import checker, Mistake
 
-__all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_packed_head_k",
-           "check_project_packed", "check_projection_shape", "check_count_parameters", "check_project_matmul"]
-
-
-# ---------------------------------------------------------------- 3.1
-def _projection_shape(B: int, L: int, d_model: int, n_heads: int) -> tuple:
-    """The truth, by running the layer's W_q on a Q of shape (B, L, d_model)."""
-    from mha.layer import MultiHeadAttention
-
-    layer = MultiHeadAttention(d_model, n_heads)
-    with torch.no_grad():
-        return tuple(layer.W_q(torch.zeros(B, L, d_model)).shape)
-
-
-def _shape_answer(value, what: str) -> tuple:
-    try:
-        return as_shape(value, what)
-    except Mistake as m:
-        if "应该是整数，却是" in str(m):  # a non-integral float: say where it usually comes from
-            raise Mistake(f"{m}；形状里的每一项都是整数，除法请用 //") from None
-        raise
-
-
-@checker("ch03", "3.1", "预测 Linear 之后的形状", listed=False)
-def check_projection_shape(fn):
-    """``fn(B, L, d_model, n_heads)`` must return the shape of ``W_q(Q)`` for Q of shape (B, L, d_model)."""
-    for B, L, d_model, n_heads in [(2, 4, 512, 8), (3, 5, 4, 2), (1, 7, 12, 3), (4, 1, 64, 16)]:
-        d_k = d_model // n_heads
-        got = _shape_answer(call(fn, B, L, d_model, n_heads, what="你的函数"), "返回值")
-        want = _projection_shape(B, L, d_model, n_heads)
-        if got == want:
-            continue
-        args = f"(B, L, d_model, n_heads) = {(B, L, d_model, n_heads)}"
-        if got == (B, n_heads, L, d_k) or got == (B, L, n_heads, d_k):
-            raise Mistake(f"{args} 时你答 {got}：这是分头之后的形状。Linear 本身不分头，"
-                          f"投影后形状不变，仍是 (B, L, d_model) = {want}；分头是下一步（第 4 章）")
-        if got == (B, L, d_k):
-            raise Mistake(f"{args} 时你答 {got}：W_q 是 nn.Linear(d_model, d_model)，输出宽度是 d_model，"
-                          f"不是一个头的宽度 d_k = {d_k}；应为 {want}")
-        if got == (d_model, d_model):
-            raise Mistake(f"{args} 时你答 {got}：这是权重矩阵 W_q.weight 的形状，不是投影结果的形状；应为 {want}")
-        if got == (L, d_model):
-            raise Mistake(f"{args} 时你答 {got}：漏掉了 batch 维 B；Linear 作用在最后一维，前面的维度原样保留，应为 {want}")
-        raise Mistake(f"{args} 时你答 {got}，应为 {want}：Linear 只改最后一维，而 W_q 把 d_model 映射回 d_model")
-
-
-# ---------------------------------------------------------------- 3.2
-def _parameter_count(d_model: int, n_heads: int, bias: bool) -> int:
-    """The truth, counted on the course's layer."""
-    from mha.layer import MultiHeadAttention
-
-    return sum(p.numel() for p in MultiHeadAttention(d_model, n_heads, bias=bias).parameters())
-
-
-def _count_without_building_a_layer(fn, d_model, n_heads, bias):
-    """Run the student's count; building any nn.Module to count its parameters is the shortcut the prompt forbids."""
-    return call(fn, d_model, n_heads, bias, what="你的函数", forbid=(("nn.Module（建一个层）", nn.Module.__init__),),
-                shortcut_hint="这道题要你用公式算，不要创建任何 nn.Module（包括 nn.Linear）去数；"
-                              "想一想每个 nn.Linear(d_model, d_model) 有多少个权重和偏置")
-
-
-@checker("ch03", "3.2", "数一数整层的参数", listed=False)
-def check_count_parameters(fn):
-    """``fn(d_model, n_heads, bias)`` must return the number of parameters of the whole layer, by a formula."""
-    for d_model, n_heads in [(512, 8), (6, 2), (64, 4), (12, 3), (8, 1)]:
-        d_k = d_model // n_heads
-        for bias in (True, False):
-            got = as_int(_count_without_building_a_layer(fn, d_model, n_heads, bias), "返回值")
-            want = _parameter_count(d_model, n_heads, bias)
-            if got == want:
-                continue
-            d = d_model
-            args = f"d_model={d}, n_heads={n_heads}, bias={bias}"
-            if bias and got == 4 * d * d:
-                raise Mistake(f"{args} 时你答 {got}：忘了偏置 b；每个 Linear 还有 d_model 个偏置，应为 4·(d²+d) = {want}")
-            if not bias and got == 4 * (d * d + d):
-                raise Mistake(f"{args} 时你答 {got}：bias=False 时四个 Linear 都没有偏置，应为 4·d² = {want}")
-            if got == 3 * (d * d + (d if bias else 0)):
-                raise Mistake(f"{args} 时你答 {got}：只数了 W_q、W_k、W_v 三个 Linear，忘了最终的 W_o；应为 {want}")
-            if got == n_heads * want:
-                raise Mistake(f"{args} 时你答 {got}：多乘了 n_heads。不是每个头各有一套 d_model×d_model 的 Linear——"
-                              f"h 个头合起来才是一个 d_model×d_model；参数量与 n_heads 无关，应为 {want}")
-            if got == 4 * (d * d_k + (d_k if bias else 0)):
-                raise Mistake(f"{args} 时你答 {got}：只数了一个头的那一份 (d_model×d_k)；四个 Linear 都是 d_model×d_model，应为 {want}")
-            if bias and got == 4 * (d * d + 1):
-                raise Mistake(f"{args} 时你答 {got}：偏置不是一个数，而是每个输出维一个，共 d_model 个；应为 {want}")
-            raise Mistake(f"{args} 时你答 {got}，应为 {want}：四个 nn.Linear(d_model, d_model)，每个有 d² 个权重"
-                          f"{'和 d 个偏置' if bias else '（没有偏置）'}")
-
-
-# ---------------------------------------------------------------- 3.3
-def _linear(d_in: int, d_out: int, bias: bool) -> nn.Linear:
-    lin = nn.Linear(d_in, d_out, bias=bias)
-    with torch.no_grad():
-        lin.weight.normal_()
-        if bias:
-            lin.bias.normal_()
-    return lin
-
-
-PROJECT_HINT = ("linear(x)、F.linear 和 torch.ops.aten.linear 都是现成的投影；"
-                "这道题要你只用 linear.weight、linear.bias 和矩阵乘法（@ 或 torch.matmul）写出 x @ W.T + b")
-
-
-def _project(fn, x, lin, where):
-    """Run the student's projection; calling the layer, F.linear, aten.linear or mha.project is named."""
-    try:
-        return call(fn, x, lin, what="你的函数", forbid=(LINEAR, project), shortcut_hint=PROJECT_HINT)
-    except Mistake as m:
-        if lin.bias is None and "NoneType" in str(m):
-            raise Mistake(f"{where} 时出错：nn.Linear(..., bias=False) 的 linear.bias 是 None，"
-                          "不能直接相加；没有偏置时只算 x @ W.T") from None
-        raise
-
-
-@checker("ch03", "3.3", "用矩阵乘法实现投影", listed=False)
-def check_project_matmul(fn):
-    """``fn(x, linear)`` must return ``x @ linear.weight.T + linear.bias`` without calling ``linear(x)``,
-    ``F.linear`` or ``mha.project``; float32 or float64 results, and gradients must reach x, W and b."""
-    cases = [((2, 4, 6), 6, True), ((3, 5, 8), 8, True), ((1, 3, 4), 6, True), ((2, 2, 5), 5, False), ((2, 3, 4), 6, False)]
-    for x_shape, d_out, bias in cases:
-        d_in = x_shape[-1]
-        lin = _linear(d_in, d_out, bias)
-        x = torch.randn(*x_shape)
-        where = f"x 的形状 {x_shape}、nn.Linear({d_in}, {d_out}, bias={bias})"
-        out = expect_tensor(_project(fn, x, lin, where), "返回值")  # an input changed in place is named by call
-        if not out.is_floating_point():
-            raise Mistake(f"{where} 时返回值的 dtype 是 {out.dtype}；投影的结果应该是浮点张量")
-        W, b = lin.weight.detach(), (lin.bias.detach() if bias else None)
-        want = x @ W.T + (b if bias else 0)
-        expect_shape(out, want.shape, f"{where} 时的返回值",
-                     hint="nn.Linear 的 weight 形状是 (out_features, in_features)，要乘它的转置 W.T")
-        got = out.detach().double()  # float32 or float64 answers alike
-        x64, W64 = x.double(), W.double()
-        b64 = b.double() if bias else 0
-        if d_in == d_out and torch.allclose(got, x64 @ W64 + b64, atol=1e-5):
-            raise Mistake(f"{where} 时你算的是 x @ W，忘了转置。nn.Linear 存的 weight 是 (out, in)，"
-                          "计算的是 x @ W.T + b；论文里的 W^Q 就是 weight.T")
-        if bias and torch.allclose(got, x64 @ W64.T, atol=1e-5):
-            raise Mistake(f"{where} 时你忘了加偏置 b（linear.bias）")
-        expect_close(out, want, f"{where} 时的返回值", hint="应为 x @ linear.weight.T + linear.bias")
-        params = {"linear.weight": lin.weight, **({"linear.bias": lin.bias} if bias else {})}
-        expect_gradients(out, params, f"{where} 时的返回值")  # a projection that cannot train is wrong
-    # gradients must also reach the input: the layers before the projection learn through it
-    lin = _linear(4, 6, True)
-    x = torch.randn(2, 3, 4, requires_grad=True)
-    out = expect_tensor(_project(fn, x, lin, "x 需要梯度时"), "返回值")
-    expect_gradients(out, {"x": x}, "x 需要梯度时的返回值")
+__all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_packed_head_k"]
 
 
 # ---------------------------------------------------------------- 3.1 (cross-attention: L != S)
 PROJECTION_KEYS = ("q", "k", "v")
 
 
-@checker("ch03", "3.1", "交叉注意力里三个投影之后的形状（L ≠ S）")
-def check_cross_projection_shapes(fn):
-    """``fn(B, L, S, d_model, n_heads) -> {"q": shape, "k": shape, "v": shape}``: the shapes of W_q(Q), W_k(K),
-    W_v(V) for Q of shape (B, L, d_model) and K = V of shape (B, S, d_model). Predicted, not run."""
+@torch.no_grad()
+def _projected_shapes(B, L, S, d_model, h):
+    """The shapes of W_q(Q), W_k(K), W_v(V) for Q (B, L, d_model) and K = V (B, S, d_model), by running them."""
     from mha.layer import MultiHeadAttention
+    layer = MultiHeadAttention(d_model, h)
+    return {"q": tuple(layer.W_q(torch.zeros(B, L, d_model)).shape), "k": tuple(layer.W_k(torch.zeros(B, S, d_model)).shape),
+            "v": tuple(layer.W_v(torch.zeros(B, S, d_model)).shape)}
 
-    for B, L, S, d_model, h in [(2, 4, 6, 512, 8), (3, 5, 2, 12, 3), (1, 1, 7, 8, 2)]:
-        got = as_shape_dict(call(fn, B, L, S, d_model, h, what="你的函数", forbid=PREDICT_SHAPES() + (LINEAR,),
-                                 shortcut_hint="请从参数推出形状，不要真的运行投影"), PROJECTION_KEYS, "返回值")
-        layer = MultiHeadAttention(d_model, h)
-        with torch.no_grad():
-            want = {"q": tuple(layer.W_q(torch.zeros(B, L, d_model)).shape),
-                    "k": tuple(layer.W_k(torch.zeros(B, S, d_model)).shape),
-                    "v": tuple(layer.W_v(torch.zeros(B, S, d_model)).shape)}
-        args = f"(B, L, S, d_model, n_heads) = {(B, L, S, d_model, h)}"
-        for key in PROJECTION_KEYS:
-            value = got[key]
-            if value == want[key]:
-                continue
-            if key == "q" and value == (B, S, d_model):
-                raise Mistake(f"{args} 时 q 答成了 {value}：Q′ 来自 Query，长度是 L = {L}；S 是 Key/Value 那句话的长度")
-            if key in ("k", "v") and value == (B, L, d_model):
-                raise Mistake(f"{args} 时 {key} 答成了 {value}：{key.upper()}′ 来自 {key.upper()} 那句话，长度是 S = {S}，"
-                              f"不是 Query 的 L = {L}；Linear 只改最后一维，长度保持不变")
-            if len(value) == 4:
-                raise Mistake(f"{args} 时 {key} 答成了 {value}：这是分头之后的形状；投影本身不分头，仍是三维")
-            raise Mistake(f"{args} 时 {key} 应为 {want[key]}，你答的是 {value}：Linear 只改最后一维（d_model → d_model）")
+
+def _projection_hint(key, value, want, B, L, S, d_model, h):
+    args = f"(B, L, S, d_model, n_heads) = {(B, L, S, d_model, h)}"
+    if key == "q" and value == (B, S, d_model):
+        return f"{args} 时 q 答成了 {value}：Q′ 来自 Query，长度是 L = {L}；S 是 Key/Value 那句话的长度"
+    if key in ("k", "v") and value == (B, L, d_model):
+        return (f"{args} 时 {key} 答成了 {value}：{key.upper()}′ 来自 {key.upper()} 那句话，长度是 S = {S}，"
+                f"不是 Query 的 L = {L}；Linear 只改最后一维，长度保持不变")
+    if len(value) == 4:
+        return f"{args} 时 {key} 答成了 {value}：这是分头之后的形状；投影本身不分头，仍是三维"
+    return f"{args} 时 {key} 应为 {want}，你答的是 {value}：Linear 只改最后一维（d_model → d_model）"
+
+
+check_cross_projection_shapes = predict_shapes(Exercise(  # fn(B, L, S, d_model, n_heads) -> {"q", "k", "v": shape}
+    "3.1", "ch03", "交叉注意力里三个投影之后的形状（L ≠ S）", "shape dict", right=_projected_shapes, wrongs=None,
+    hint=_projection_hint, cases=((2, 4, 6, 512, 8), (3, 5, 2, 12, 3), (1, 1, 7, 8, 2)),
+    forbids=PREDICT_SHAPES() + (LINEAR,), keys=PROJECTION_KEYS, label="返回值",
+    shortcut_hint="请从参数推出形状，不要真的运行投影"))
 
 
 # ---------------------------------------------------------------- 3.2 (d_k and d_v free)
@@ -215,7 +68,8 @@ def check_count_parameters_general(fn):
     for d, h, d_k, d_v in [(512, 8, 64, 64), (12, 3, 5, 2), (8, 2, 3, 7), (6, 1, 4, 4)]:
         for bias in (True, False):
             got = as_int(call(fn, d, h, d_k, d_v, bias, what="你的函数",
-                              forbid=(("nn.Module（建一个层）", nn.Module.__init__),),
+                              forbid=(("nn.Module（建一个层）", nn.Module.__init__),
+                                      ("nn.Parameter（复制一个层再改它的形状，也是建了一个层）", nn.Parameter.__new__)),
                               shortcut_hint="这道题要你用公式算，不要创建任何 nn.Module（包括 nn.Linear）去数"), "返回值")
             want = _general_count(d, h, d_k, d_v, bias)
             if got == want:
@@ -239,45 +93,6 @@ def check_count_parameters_general(fn):
                 raise Mistake(f"{args} 时你答 {got}：W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")
             raise Mistake(f"{args} 时你答 {got}，应为 {want}：每个 nn.Linear(in, out) 有 in·out 个权重"
                           f"{'和 out 个偏置' if bias else ''}")
-
-
-# ---------------------------------------------------------------- 3.3 (one packed weight, as nn.MultiheadAttention stores it)
-@checker("ch03", "3.3", "从叠在一起的 in_proj_weight 算出 Q′、K′、V′", listed=False)
-def check_project_packed(fn):
-    """``fn(x (B, L, d), in_proj_weight (3d, d), in_proj_bias (3d,) or None) -> (q, k, v)``, each ``x @ W_i.T + b_i``
-    for the i-th (d, d) block (Q, K, V in order); only matrix products, no F.linear / Linear call / mha.project."""
-    for B, L, d, bias in [(2, 3, 4, True), (1, 5, 6, False), (3, 2, 8, True)]:
-        x = torch.randn(B, L, d, dtype=torch.float64, requires_grad=True)
-        W = torch.randn(3 * d, d, dtype=torch.float64, requires_grad=True)
-        b = torch.randn(3 * d, dtype=torch.float64, requires_grad=True) if bias else None
-        where = f"x {(B, L, d)}、in_proj_weight {(3 * d, d)}、in_proj_bias {'(%d,)' % (3 * d) if bias else 'None'}"
-        out = call(fn, x, W, b, what="你的函数", forbid=(LINEAR, project),
-                   shortcut_hint="请把 in_proj_weight 切成三块，只用矩阵乘法（@）和加法算出 x @ W_i.T + b_i")
-        if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise Mistake(f"{where} 时应该返回三个张量 (q, k, v)，却返回了 {type(out).__name__}"
-                          + (f"（长度 {len(out)}）" if isinstance(out, (tuple, list)) else ""))
-        got = [expect_tensor(t, f"返回的 {n}") for n, t in zip("qkv", out)]
-        blocks = W.detach().chunk(3)
-        biases = b.detach().chunk(3) if bias else (0, 0, 0)
-        want = [x.detach() @ w.T + bb for w, bb in zip(blocks, biases)]
-        for name, g, w_, i in zip("qkv", got, want, range(3)):
-            if tuple(g.shape) != tuple(w_.shape):
-                raise Mistake(f"{where} 时 {name} 的形状应该是 {tuple(w_.shape)}，实际是 {tuple(g.shape)}："
-                              "in_proj_weight 竖着叠了三块 (d, d)，每块给一个投影")
-            if torch.allclose(g.detach().double(), w_, atol=1e-6):
-                continue
-            for j, other in enumerate(want):
-                if j != i and torch.allclose(g.detach().double(), other, atol=1e-6):
-                    raise Mistake(f"{where} 时 {name} 用了第 {j} 块：in_proj_weight 按 Q、K、V 的顺序叠放，{name} 是第 {i} 块")
-            if torch.allclose(g.detach().double(), x.detach() @ blocks[i] + (biases[i] if bias else 0), atol=1e-6):
-                raise Mistake(f"{where} 时 {name} 忘了转置：每一块是 (out, in)，要算 x @ W_i.T")
-            if bias and torch.allclose(g.detach().double(), x.detach() @ blocks[i].T, atol=1e-6):
-                raise Mistake(f"{where} 时 {name} 忘了加偏置：in_proj_bias 也按 Q、K、V 切成三段")
-            if torch.allclose(g.detach().double(), x.detach() @ W.detach().T[:, i::3] + (b.detach()[i::3] if bias else 0), atol=1e-6):
-                raise Mistake(f"{where} 时 {name} 是交错取的行（每隔 3 行取一行）：三块是上下叠在一起的，连续的 d 行是一块")
-            expect_close(g, w_, f"{where} 时的 {name}", hint="应为 x @ W_i.T + b_i，W_i 是 in_proj_weight 的第 i 块")
-        expect_gradients(sum(t.sum() for t in got), {"x": x, "in_proj_weight": W, **({"in_proj_bias": b} if bias else {})},
-                         f"{where} 时的返回值")
 
 
 # ---------------------------------------------------------------- 3.3 (one head's K' straight from the packed weight)
@@ -345,9 +160,8 @@ def check_packed_head_k(fn):
         if torch.allclose(g, want, atol=1e-6):
             expect_gradients(got, {"x": x, "in_proj_weight": W}, f"{where} 时的返回值")
             continue
-        for kwargs, message in HEAD_MISTAKES:
-            if 0 <= head + kwargs.get("offset", 0) < h and not (kwargs.get("bias") is False and b is None):
-                wrong = packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head, **kwargs)
-                if torch.allclose(g, wrong, atol=1e-6):
-                    raise Mistake(f"{where} 时{message}")
+        name_the_match(g, ((packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head, **kwargs), why)
+                           for kwargs, why in HEAD_MISTAKES
+                           if 0 <= head + kwargs.get("offset", 0) < h and not (kwargs.get("bias") is False and b is None)),
+                       prefix=f"{where} 时", same=lambda a, b: torch.allclose(a, b, atol=1e-6))
         expect_close(got, want, f"{where} 时的返回值", hint="头 head 的行是 in_proj_weight[d_model + head·d_k : d_model + (head+1)·d_k]")

@@ -1,184 +1,58 @@
 """Checkers for chapter 04, step 3: split heads.
 
 * 4.1 ``check_split_shape``: predict the shape after the split.
-* 4.2 ``check_split_bug``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape on
-  which it is right anyway (n_heads >= 2), and fix it.
-* 4.2 ``check_split_bug_repair``: the same bug hunt, then rescue the right heads from the buggy result alone.
+* 4.2 ``check_split_bug_repair``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape
+  on which it is right anyway, then rescue the right heads from the buggy result alone.
 * 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
   Linear laid out as ``nn.MultiheadAttention``'s in_proj: all heads' Q rows, then K, then V.
-
-The earlier tasks keep their checkers: ``check_split_heads`` (implement split_heads),
-``check_per_head_linears`` (cut one big Linear into h small ones), ``check_split_bug`` (4.2 with a fixed split),
-``check_big_from_heads`` (merge h small Linears into one).
 
 The answer keys come from :func:`mha.split_heads` itself.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, is_stub, part)
+from .answers import as_shape, expect_close, part, same
+from .records import Bug, check_repair, Exercise, predict_shape, Wrong
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
-__all__ = ["check_split_shape", "check_split_bug", "check_split_bug_repair", "check_big_from_heads", "check_packed_from_heads",
-           "check_split_heads", "check_per_head_linears"]
+__all__ = ["check_split_shape", "check_split_bug_repair", "check_packed_from_heads"]
 
 
-def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6) -> bool:
-    """Same shape and values (float32 and float64 answers alike); used to name a typical mistake."""
-    return (isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
-            and torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=1e-5))
+_same = functools.partial(same, atol=1e-6, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- 4.1
 SHAPE_CASES = [(2, 4, 512, 8), (3, 5, 6, 2), (1, 7, 12, 3), (4, 2, 64, 16)]  # (B, L, d_model, n_heads)
 
 
-@checker("ch04", "4.1", "预测分头之后的形状")
-def check_split_shape(fn):
-    """``fn(B, L, d_model, n_heads)`` must return (B, h, L, d_k)."""
-    for B, L, d_model, n_heads in SHAPE_CASES:
-        want = tuple(split_heads(torch.zeros(B, L, d_model), n_heads).shape)  # (B, h, L, d_k)
-        d_k = want[-1]
-        got = as_shape(call(fn, B, L, d_model, n_heads, what="你的函数"), "返回值")
-        if got == want:
-            continue
-        args = f"(B, L, d_model, n_heads) = {(B, L, d_model, n_heads)}"
-        if got == (B, L, n_heads, d_k):
-            raise Mistake(f"{args} 时你答 {got}：这是只做了 view、还没 transpose 的形状；"
-                          f"分头后 head 轴要排在 token 轴前面，应为 (B, h, L, d_k) = {want}")
-        if got == (B, n_heads, L, d_model):
-            raise Mistake(f"{args} 时你答 {got}：每个头只分到 d_k = d_model / h = {d_k} 个数，不是整条 d_model；应为 {want}")
-        if got == (B, d_k, L, n_heads) or got == (B, L, d_k, n_heads):
-            raise Mistake(f"{args} 时你答 {got}：把 h 和 d_k 的位置弄反了（h = {n_heads} 个头，每头 d_k = {d_k} 维）；应为 {want}")
-        if got == (B, n_heads, d_k, L):
-            raise Mistake(f"{args} 时你答 {got}：最后两维反了，每个头是 (L, d_k) 的一段序列；应为 {want}")
-        if got == (n_heads, L, d_k):
-            raise Mistake(f"{args} 时你答 {got}：漏掉了 batch 维 B；应为 {want}")
-        raise Mistake(f"{args} 时你答 {got}，应为 (B, h, L, d_k) = {want}")
+def _split_wrongs(B, L, d_model, h):
+    d_k = d_model // h
+    want = (B, h, L, d_k)
+    return [Wrong("view without transpose", ((B, L, h, d_k),), "这是只做了 view、还没 transpose 的形状；"
+                  f"分头后 head 轴要排在 token 轴前面，应为 (B, h, L, d_k) = {want}"),
+            Wrong("whole d_model per head", ((B, h, L, d_model),),
+                  f"每个头只分到 d_k = d_model / h = {d_k} 个数，不是整条 d_model；应为 {want}"),
+            Wrong("h and d_k swapped", ((B, d_k, L, h), (B, L, d_k, h)),
+                  f"把 h 和 d_k 的位置弄反了（h = {h} 个头，每头 d_k = {d_k} 维）；应为 {want}"),
+            Wrong("last two axes swapped", ((B, h, d_k, L),), f"最后两维反了，每个头是 (L, d_k) 的一段序列；应为 {want}"),
+            Wrong("no batch axis", ((h, L, d_k),), f"漏掉了 batch 维 B；应为 {want}")]
 
 
-# ---------------------------------------------------------------- 4.2
-SPLIT_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2), (2, 4, 8, 64)]  # (B, L, h, d_k)
-
-
-@checker("ch04", "4.2", "实现 split_heads", listed=False)
-def check_split_heads(fn):
-    """``fn(x, n_heads)``: (B, L, d_model) -> (B, h, L, d_k), head i = dims [i*d_k, (i+1)*d_k); no ``mha``."""
-    for B, L, n_heads, d_k in SPLIT_CASES:
-        x = torch.randn(B, L, n_heads * d_k)
-        where = f"x 的形状 {(B, L, n_heads * d_k)}、n_heads={n_heads}"
-        out = call(fn, x, n_heads, what="split_heads", forbid=(split_heads,))
-        out = expect_tensor(out, "split_heads 的返回值")
-        want = split_heads(x, n_heads)  # (B, h, L, d_k)
-        if tuple(out.shape) == (B, L, n_heads, d_k) and L != n_heads:
-            raise Mistake(f"{where} 时返回了 {tuple(out.shape)} = (B, L, h, d_k)：只做了 view，忘了 transpose(1, 2)；"
-                          f"应为 (B, h, L, d_k) = {tuple(want.shape)}")
-        if n_heads != d_k and tuple(out.shape) in {(B, d_k, L, n_heads), (B, L, d_k, n_heads)}:
-            raise Mistake(f"{where} 时返回了 {tuple(out.shape)}：h 和 d_k 用反了，d_k 应为 d_model // n_heads = {d_k}")
-        expect_shape(out, want.shape, f"{where} 时 split_heads 的返回值", hint="(B, h, L, d_k)，d_k = d_model // n_heads")
-        if _same(out, x.reshape(B, n_heads, L, d_k)) and not _same(out, want):
-            raise Mistake(f"{where} 时形状对了，但你是直接 view/reshape 成 (B, h, L, d_k)，没有先 view 成 (B, L, h, d_k) "
-                          "再 transpose——这样会把不同 token 的数混进同一个头的同一行")
-        if _same(out, x.view(B, L, d_k, n_heads).permute(0, 3, 1, 2)) and not _same(out, want):
-            raise Mistake(f"{where} 时形状对了，但你按 (B, L, d_k, h) 切分：每个头拿到的是隔 h 取一个的数，"
-                          "而不是连续的 d_k 个数；应 view 成 (B, L, h, d_k)")
-        expect_close(out, want, f"{where} 时 split_heads 的返回值",
-                     hint="第 i 个头、第 t 个 token 应是 x[b, t, i*d_k:(i+1)*d_k]")
-
-    # split_heads is a step of a layer that trains: the gradient must flow back to x
-    x = torch.randn(2, 3, 8, requires_grad=True)
-    out = expect_tensor(call(fn, x, 2, what="split_heads", forbid=(split_heads,)), "split_heads 的返回值")
-    expect_shape(out, (2, 2, 3, 4), "x 需要梯度时 split_heads 的返回值")
-    expect_gradients(out, {"x": x}, "split_heads 的返回值")
-
-
-# ---------------------------------------------------------------- 4.3
-LINEAR_CASES = [(6, 2), (12, 3), (8, 4), (16, 2)]  # (d_model, n_heads)
-
-
-def _big_linear(d_model: int) -> nn.Linear:
-    big = nn.Linear(d_model, d_model)
-    with torch.no_grad():
-        big.weight.normal_()
-        big.bias.normal_()
-    return big
-
-
-def _small_parameters(smalls, where: str, d_model: int, n_heads: int):
-    """Check the list of small Linears and return [(weight, bias or None)], one per head."""
-    d_k = d_model // n_heads
-    smalls = part(smalls, "你的函数的返回值")
-    if isinstance(smalls, nn.Linear) or not isinstance(smalls, (list, tuple, nn.ModuleList)):
-        raise Mistake(f"应该返回 h 个 nn.Linear 组成的 list，却返回了 {type(smalls).__name__}")
-    if len(smalls) != n_heads:
-        raise Mistake(f"{where} 时应该返回 h = {n_heads} 个小 Linear，却返回了 {len(smalls)} 个")
-    params = []
-    for i, lin in enumerate(smalls):
-        if not isinstance(lin, nn.Linear):
-            raise Mistake(f"第 {i} 个元素应该是 nn.Linear，却是 {type(lin).__name__}")
-        weight, bias = lin.weight, lin.bias
-        if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != (d_k, d_model):
-            got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
-            raise Mistake(f"{where} 时第 {i} 个小 Linear 的 weight 形状应为 (d_k, d_model) = {(d_k, d_model)}，"
-                          f"实际是 {got}；它应是 nn.Linear(d_model, d_k)")
-        if bias is not None and (not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (d_k,)):
-            got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
-            raise Mistake(f"{where} 时第 {i} 个小 Linear 的 bias 形状应为 (d_k,) = {(d_k,)}，实际是 {got}")
-        for name, t in (("weight", weight), ("bias", bias)):
-            if t is None:
-                continue
-            if not t.is_floating_point():
-                raise Mistake(f"第 {i} 个小 Linear 的 {name} 应该是浮点数，却是 {t.dtype}")
-            if not torch.isfinite(t).all():
-                raise Mistake(f"第 {i} 个小 Linear 的 {name} 里有 NaN 或 inf")
-            if not t.requires_grad:
-                raise Mistake(f"第 {i} 个小 Linear 的 {name} 不能训练（requires_grad=False）；"
-                              "复制参数时用 with torch.no_grad(): 加 .copy_()，不要关掉参数的梯度")
-        params.append((weight, bias))
-    return params
-
-
-def _apply(x: torch.Tensor, params) -> torch.Tensor:
-    """Run every small Linear from its parameters (in float64) and stack: (B, h, L, d_k)."""
-    x = x.double()
-    return torch.stack([F.linear(x, w.double(), None if b is None else b.double()) for w, b in params], dim=1)
-
-
-@checker("ch04", "4.3", "把一个大 Linear 拆成每个头的小 Linear", listed=False)
-def check_per_head_linears(fn):
-    """``fn(W_q, n_heads)`` must return h ``nn.Linear(d_model, d_k)``; head i uses rows [i*d_k, (i+1)*d_k).
-
-    The small Linears are judged by their parameters (``F.linear(x, weight, bias)``), so an
-    ``nn.Linear`` subclass whose ``forward`` calls the big Linear does not pass.
-    """
-    for d_model, n_heads in LINEAR_CASES:
-        d_k = d_model // n_heads
-        big = _big_linear(d_model)
-        where = f"d_model={d_model}、n_heads={n_heads}"
-        params = _small_parameters(call(fn, big, n_heads, what="你的函数"), where, d_model, n_heads)
-        x = torch.randn(2, 3, d_model)
-        with torch.no_grad():
-            want = split_heads(big(x), n_heads).double()  # (B, h, L, d_k)
-            got = _apply(x, params)  # (B, h, L, d_k)
-            W = big.weight.double()
-            without_bias = split_heads(x.double() @ W.T, n_heads)
-            if all(torch.allclose(w.double(), W[:, i * d_k:(i + 1) * d_k].T) for i, (w, _) in enumerate(params)):
-                raise Mistake(f"{where} 时你按列切了 weight（W[:, i*d_k:(i+1)*d_k]）。nn.Linear 的 weight 是 (out, in)，"
-                              "一个头的输出维对应 weight 的行：W[i*d_k:(i+1)*d_k]")
-            weights_only = torch.stack([x.double() @ w.double().T for w, _ in params], dim=1)
-            weights_ok = torch.allclose(weights_only, without_bias, atol=1e-5)
-            if weights_ok and (all(b is None for _, b in params) or torch.allclose(got, without_bias, atol=1e-5)):
-                raise Mistake(f"{where} 时小 Linear 的权重对了，但忘了把偏置也切过来（bias[i*d_k:(i+1)*d_k]）")
-            if n_heads > 1 and torch.allclose(got, want.flip(1), atol=1e-5):
-                raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 应取第 i 段行，即 W[i*d_k:(i+1)*d_k]")
-            if weights_ok and not torch.allclose(got, want, atol=1e-5):
-                raise Mistake(f"{where} 时每个头的权重对了，但偏置不对：第 i 个头的偏置是 bias[i*d_k:(i+1)*d_k]")
-        expect_close(got, want, f"{where} 时把 h 个小 Linear 的输出叠起来",
-                     hint="第 i 个小 Linear 的 weight = W_q.weight[i*d_k:(i+1)*d_k]，bias = W_q.bias[i*d_k:(i+1)*d_k]")
+check_split_shape = predict_shape(Exercise(
+    "4.1", "ch04", "预测分头之后的形状", "shape function",
+    right=lambda B, L, d_model, h: tuple(split_heads(torch.zeros(B, L, d_model), h).shape),  # (B, h, L, d_k)
+    wrongs=_split_wrongs,
+    hint=lambda B, L, d_model, h, got: (f"(B, L, d_model, n_heads) = {(B, L, d_model, h)} 时你答 {got}，"
+                                        f"应为 (B, h, L, d_k) = {(B, h, L, d_model // h)}"),
+    cases=tuple(SHAPE_CASES),
+    say=lambda B, L, d_model, h, got: f"(B, L, d_model, n_heads) = {(B, L, d_model, h)} 时你答 {got}："))
 
 
 # ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)
@@ -208,18 +82,6 @@ def _bug_answer(answer, second: str) -> None:
     if not torch.equal(split_heads_buggy(x, n_heads), split_heads(x, n_heads)):
         raise Mistake(f'answer["right_anyway"] = {shape}：在这个形状上 split_heads_buggy 是错的。想一想 reshape 按内存顺序'
                       "依次填满 (h, L, d_k)：什么时候“先填第 1 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
-
-
-@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose", listed=False)
-def check_split_bug(answer):
-    """``answer = {"right_anyway": (B, L, d_model, n_heads), "fixed": split_heads function}``: a shape with
-    n_heads >= 2 on which :func:`split_heads_buggy` happens to give the right heads, and the fixed function."""
-    _bug_answer(answer, "fixed")
-    fixed = part(answer["fixed"], 'answer["fixed"]')
-    try:
-        check_split_heads.__wrapped__(fixed)
-    except Mistake as m:
-        raise Mistake(f'形状找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
 
 
 # ---------------------------------------------------------------- 4.3 (the reverse: h small Linears -> one)
@@ -252,28 +114,6 @@ def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name:
     return W, b
 
 
-@checker("ch04", "4.3", "反过来：把每个头的小 Linear 合成一个大 Linear", listed=False)
-def check_big_from_heads(fn):
-    """``fn(smalls)``: h ``nn.Linear(d_model, d_k)`` -> one ``nn.Linear(d_model, h*d_k)`` whose output, split
-    into h heads of d_k, equals the small Linears' outputs (head i = rows [i*d_k, (i+1)*d_k))."""
-    for d_model, n_heads, d_k in MERGE_CASES:
-        smalls = _smalls(d_model, n_heads, d_k)
-        where = f"{n_heads} 个 nn.Linear({d_model}, {d_k})"
-        big = part(call(fn, list(smalls), what="你的函数"), "你的函数的返回值")
-        W, b = _stacked_linear(big, f"{where} 时", n_heads, d_k, d_model, "大 Linear", "h·d_k")
-        x = torch.randn(2, 3, d_model)
-        with torch.no_grad():
-            want = torch.stack([s(x) for s in smalls], dim=1)  # (B, h, L, d_k)
-            got = F.linear(x, W, b).view(2, 3, n_heads, d_k).transpose(1, 2)
-            no_bias = torch.stack([x @ s.weight.T for s in smalls], dim=1)
-            if torch.allclose(got, no_bias, atol=1e-5):
-                raise Mistake(f"{where} 时权重对了，但偏置没有接过来（torch.cat([s.bias for s in smalls])）")
-            if n_heads > 1 and torch.allclose(got, want.flip(1), atol=1e-5):
-                raise Mistake(f"{where} 时头的顺序反了：第 i 个小 Linear 是大 weight 的第 i 段行")
-        expect_close(got, want, f"{where} 时合成的大 Linear 分头后的输出",
-                     hint="大 weight = torch.cat([s.weight for s in smalls], dim=0)，bias 同理")
-
-
 # ---------------------------------------------------------------- 4.2 (reworked): the bug's shape, and the rescue
 REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L != h != d_k, L > 1
 
@@ -285,26 +125,23 @@ def check_split_bug_repair(answer):
     split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
     _bug_answer(answer, "repair")
     repair = part(answer["repair"], 'answer["repair"]')
-    for B, L, h, d_k in REPAIR_CASES:
-        x = torch.randn(B, L, h * d_k)
-        wrong = split_heads_buggy(x, h).detach().clone().requires_grad_()  # (B, h, L, d_k), its own memory
-        want = split_heads(x, h)  # (B, h, L, d_k)
-        where = f"x 的形状 {(B, L, h * d_k)}、n_heads={h} 时"
-        out = expect_tensor(call(repair, wrong, h, what='answer["repair"]'), f'{where} answer["repair"] 的返回值')
-        w = wrong.detach()
-        if tuple(out.shape) == (B, L, h, d_k) and _same(out, w.view(B, L, h, d_k)):
-            raise Mistake(f"{where}返回了 (B, L, h, d_k) = {tuple(out.shape)}：已经按 token 读回来了，还差 transpose(1, 2) "
-                          "把头轴放到 token 轴前面")
-        expect_shape(out, want.shape, f'{where} answer["repair"] 的返回值', hint="(B, h, L, d_k)，和正确分头的形状一样")
-        if _same(out, w):
-            raise Mistake(f"{where}返回的还是 wrong 本身（或者先拼回、再分头，又回到了 wrong）：wrong 的轴 1 不是真正的头。"
-                          "想一想：reshape 没有搬动任何数，wrong 和 x 在内存里的顺序完全一样")
-        if _same(out, w.transpose(1, 2).reshape(B, h, L, d_k)):
-            raise Mistake(f"{where}你把 wrong 的轴 1、2 当成了头和 token 去交换：可 wrong 的轴 1 不是头。"
-                          "先按内存顺序把它读回 (B, L, h, d_k)（每个 token 的 h 段），再 transpose")
-        expect_close(out, want, f'{where} answer["repair"] 的返回值',
-                     hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)")
-        expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')
+    check_repair(lambda wrong, h: call(repair, wrong, h, what='answer["repair"]'), map(_split_bug, REPAIR_CASES))
+
+
+def _split_bug(case) -> Bug:
+    B, L, h, d_k = case
+    x = torch.randn(B, L, h * d_k)
+    wrong = split_heads_buggy(x, h).detach().clone().requires_grad_()  # (B, h, L, d_k), its own memory
+    w = wrong.detach()
+    return Bug(wrong, split_heads(x, h), f"x 的形状 {(B, L, h * d_k)}、n_heads={h} 时", [
+        (w.view(B, L, h, d_k), f"返回了 (B, L, h, d_k) = {(B, L, h, d_k)}：已经按 token 读回来了，还差 transpose(1, 2) "
+                               "把头轴放到 token 轴前面"),
+        (w, "返回的还是 wrong 本身（或者先拼回、再分头，又回到了 wrong）：wrong 的轴 1 不是真正的头。"
+            "想一想：reshape 没有搬动任何数，wrong 和 x 在内存里的顺序完全一样"),
+        (w.transpose(1, 2).reshape(B, h, L, d_k), "你把 wrong 的轴 1、2 当成了头和 token 去交换：可 wrong 的轴 1 不是头。"
+                                                  "先按内存顺序把它读回 (B, L, h, d_k)（每个 token 的 h 段），再 transpose")],
+        shape_hint="(B, h, L, d_k)，和正确分头的形状一样",
+        hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)", args=(h,))
 
 
 # ---------------------------------------------------------------- 4.3 (reworked): lecture 003's qnet/knet/vnet per head -> one packed Linear

@@ -5,29 +5,28 @@
   function), and the fix;
 * 6.3 swap two heads inside the concatenated tensor (slices of the last axis, without changing the input).
 
-The earlier tasks keep their checkers: ``check_merge_heads``, ``check_head_from_concat``.
-
 The answer keys come from :func:`mha.merge_heads` and :func:`mha.split_heads` themselves.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from mha.steps import merge_heads, split_heads
-from ._core import (Mistake, NotDone, as_shape, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, is_stub)
+from .answers import as_shape, expect_shape, expect_tensor, same
+from .gradients import expect_gradients
+from .records import Bug, check_repair
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
-__all__ = ["check_concat_shapes", "check_merge_bug", "check_merge_bug_repair", "check_swap_heads", "check_merge_heads",
-           "check_head_from_concat"]
+__all__ = ["check_concat_shapes", "check_merge_bug_repair", "check_swap_heads"]
 
 # ---------------------------------------------------------------- 6.1
 CONCAT_CASE = (3, 4, 5, 16)  # heads: (B, h, L, d_k)
 
 
-def _same(a, b: torch.Tensor, atol: float = 1e-6) -> bool:
-    """Same shape and values (float32 and float64 answers alike); used to name a typical mistake."""
-    return (isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
-            and torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=1e-5))
+_same = functools.partial(same, atol=1e-6, rtol=1e-5)
 
 
 @checker("ch06", "6.1", "预测 Concat 途中的两个形状")
@@ -74,70 +73,8 @@ def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
         raise
 
 
-@checker("ch06", "6.2", "实现 merge_heads", listed=False)
-def check_merge_heads(fn):
-    """``fn(x)``: (B, h, L, d_k) -> (B, L, h * d_k), the inverse of split_heads; no ``mha``, x unchanged."""
-    for B, h, L, d_k in MERGE_CASES:
-        x = torch.randn(B, h, L, d_k)
-        out = expect_tensor(call_merge(fn, x, "你的 merge_heads"), "merge_heads 的返回值")
-        want = merge_heads(x)  # (B, L, h * d_k)
-        if tuple(out.shape) == (B, L, h, d_k):
-            raise Mistake(f"返回了 {tuple(out.shape)}：transpose 做了，还差一步 .view(B, L, h * d_k) 把最后两维合并")
-        expect_shape(out, want.shape, "merge_heads 的返回值",
-                     hint="(B, h, L, d_k) → transpose(1, 2) → (B, L, h, d_k) → view → (B, L, h × d_k)")
-        if _same(out, x.reshape(B, L, h * d_k)):
-            raise Mistake("没有 transpose 就直接 view/reshape 成 (B, L, h × d_k)：形状对了，"
-                          "但把不同 token 的数混进了同一行。要先 transpose(1, 2) 把 token 轴换到前面")
-        if _same(out, torch.cat([x[:, i] for i in reversed(range(h))], dim=-1)):
-            raise Mistake("头的拼接顺序反了：head_1 应该占最前面的 d_k 列，head_h 占最后的 d_k 列")
-        if _same(out, x.permute(0, 2, 3, 1).reshape(B, L, h * d_k)):
-            raise Mistake("把 d_k 和 h 的顺序弄反了，结果里各个头的数交错排列；"
-                          "每个头的 d_k 个数应该连成一段：先 transpose(1, 2) 得到 (B, L, h, d_k) 再合并")
-        expect_close(out, want, "merge_heads 的返回值",
-                     hint="它应该等于 torch.cat([x[:, i] for i in range(h)], dim=-1)")
-        y = torch.randn(B, L, h * d_k)
-        back = expect_tensor(call_merge(fn, split_heads(y, h), "你的 merge_heads"), "merge_heads(split_heads(y))")
-        expect_close(back, y, "merge_heads(split_heads(y))", hint="merge_heads 应该正好撤销 split_heads")
-
-    # merge_heads is a step of a layer that trains: the gradient must flow back to x
-    x = torch.randn(2, 3, 4, 5, requires_grad=True)
-    out = expect_tensor(call_merge(fn, x, "你的 merge_heads"), "x 需要梯度时 merge_heads 的返回值")
-    expect_shape(out, (2, 4, 15), "x 需要梯度时 merge_heads 的返回值")
-    expect_gradients(out, {"x": x}, "merge_heads 的返回值")
-
-
 # ---------------------------------------------------------------- 6.3
 HEAD_CASES = [(2, 3, 4, 5), (1, 4, 6, 2)]  # (B, L, h, d_k), h != d_k
-
-
-@checker("ch06", "6.3", "从 Concat 的结果里取回第 i 个头", listed=False)
-def check_head_from_concat(fn):
-    """``fn(concat, i, n_heads)``: concat (B, L, h * d_k), i from 0 (head_1) -> head i's (B, L, d_k)."""
-    for B, L, h, d_k in HEAD_CASES:
-        heads = torch.randn(B, h, L, d_k)
-        concat = merge_heads(heads)  # (B, L, h * d_k)
-        for i in range(h):
-            out = expect_tensor(call(fn, concat, i, h, what="你的函数"), f"第 i={i} 个头")
-            want = heads[:, i]  # (B, L, d_k)
-            if out.dim() == 3 and out.shape[-1] == 0:
-                raise Mistake(f"i={i} 时切出了一个空张量 {tuple(out.shape)}：i 从 0 开始数，"
-                              "i=0 就是 head_1，占 [0, d_k) 列；切片是 [i*d_k, (i+1)*d_k)")
-            if tuple(out.shape) == (B, L, h):
-                raise Mistake(f"取出的形状是 {tuple(out.shape)}：切片宽度用了 n_heads，"
-                              f"应该用每个头的宽度 d_k = d_model / n_heads = {d_k}")
-            expect_shape(out, want.shape, f"第 i={i} 个头",
-                         hint="每个头在最后一维占连续的 d_k 列：[i*d_k, (i+1)*d_k)")
-            if _same(out, concat[..., i::h]):
-                raise Mistake("用了步长切片 concat[..., i::h]，好像各个头是交错排列的；"
-                              "其实 Concat 把每个头的 d_k 个数连成一段：concat[..., i*d_k:(i+1)*d_k]")
-            if 0 < i + 1 < h and _same(out, heads[:, i + 1]):
-                raise Mistake(f"i={i} 时取到了下一个头：i 从 0 开始数，i=0 就是 head_1，占 [0, d_k) 列")
-            if i > 0 and _same(out, heads[:, i - 1]):
-                raise Mistake(f"i={i} 时取到了上一个头：i 从 0 开始数，head_(i+1) 占 [i*d_k, (i+1)*d_k) 列")
-            if _same(out, concat.view(B, h, L, d_k)[:, i]):
-                raise Mistake("把 concat 直接 view 成 (B, h, L, d_k) 会打乱 token 和头；"
-                              "应该 view 成 (B, L, h, d_k) 再取 [:, :, i]，或者直接切最后一维")
-            expect_close(out, want, f"第 i={i} 个头", hint="concat[..., i*d_k:(i+1)*d_k]")
 
 
 # ---------------------------------------------------------------- 6.2 (bug hunt: no transpose)
@@ -202,20 +139,6 @@ def _fails_answer(answer, second: str) -> None:
         raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
 
 
-@checker("ch06", "6.2", "找 bug：merge_heads 少了 transpose", listed=False)
-def check_merge_bug(answer):
-    """``answer = {"fails": [property keys], "fixed": merge_heads function}``: which of :data:`PROPERTIES`
-    :func:`merge_heads_buggy` breaks, and the fixed function."""
-    _fails_answer(answer, "fixed")
-    fixed = answer["fixed"]
-    if fixed is Ellipsis:
-        raise NotDone()
-    try:
-        check_merge_heads.__wrapped__(fixed)
-    except Mistake as m:
-        raise Mistake(f'性质都找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
-
-
 # ---------------------------------------------------------------- 6.3 (swap two heads in the concat)
 SWAP_CASES = [(2, 3, 4, 5, 0, 2), (1, 4, 3, 2, 2, 0), (2, 2, 6, 3, 1, 1)]  # (B, L, h, d_k, i, j)
 
@@ -227,7 +150,7 @@ def check_swap_heads(fn):
     for B, L, h, d_k, i, j in SWAP_CASES:
         concat = torch.randn(B, L, h * d_k, requires_grad=True)
         where = f"concat {(B, L, h * d_k)}、i={i}、j={j}、n_heads={h}"
-        out = expect_tensor(call(fn, concat, i, j, h, what="swap_heads", forbid=(merge_heads, split_heads)), "返回值")
+        out = expect_tensor(call(fn, concat, i, j, h, what="swap_heads"), "返回值")  # the prompt forbids nothing
         heads = concat.detach().view(B, L, h, d_k).clone()
         heads[:, :, [i, j]] = heads[:, :, [j, i]]
         want = heads.reshape(B, L, h * d_k)
@@ -266,20 +189,18 @@ def check_merge_bug_repair(answer):
     repair = answer["repair"]
     if repair is Ellipsis:
         raise NotDone()
-    for B, h, L, d_k in REPAIR_CASES:
-        heads = torch.randn(B, h, L, d_k)
-        wrong = merge_heads_buggy(heads).detach().clone().requires_grad_()  # (B, L, h·d_k), its own memory
-        want = merge_heads(heads)  # (B, L, h·d_k)
-        where = f"heads 的形状 {(B, h, L, d_k)} 时"
-        out = expect_tensor(call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), f'{where} answer["repair"] 的返回值')
-        w = wrong.detach()
-        expect_shape(out, want.shape, f'{where} answer["repair"] 的返回值', hint="(B, L, h·d_k)，和正确 Concat 的形状一样")
-        if _same(out, w):
-            raise Mistake(f"{where}返回的还是 wrong 本身（或者先分头、再拼回，又回到了 wrong）：wrong 的一行不是一个 token。"
-                          "想一想：reshape 没有搬动任何数，wrong 在内存里还是 heads 的顺序")
-        if _same(out, w.view(B, L, h, d_k).transpose(1, 2).reshape(B, L, h * d_k)):
-            raise Mistake(f"{where}你把 wrong 读成了 (B, L, h, d_k)：可 wrong 的数在内存里是 heads 的顺序 (B, h, L, d_k)，"
-                          "要按这个顺序读回来，再做正确的 Concat")
-        expect_close(out, want, f'{where} answer["repair"] 的返回值',
-                     hint="wrong 的数在内存里还是 heads 的顺序：view 成 (B, h, L, d_k)，再 transpose(1, 2) 后合并最后两维")
-        expect_gradients(out, {"wrong": wrong}, 'answer["repair"] 的返回值')
+    check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), map(_merge_bug, REPAIR_CASES))
+
+
+def _merge_bug(case) -> Bug:
+    B, h, L, d_k = case
+    heads = torch.randn(B, h, L, d_k)
+    wrong = merge_heads_buggy(heads).detach().clone().requires_grad_()  # (B, L, h·d_k), its own memory
+    w = wrong.detach()
+    return Bug(wrong, merge_heads(heads), f"heads 的形状 {(B, h, L, d_k)} 时", [
+        (w, "返回的还是 wrong 本身（或者先分头、再拼回，又回到了 wrong）：wrong 的一行不是一个 token。"
+            "想一想：reshape 没有搬动任何数，wrong 在内存里还是 heads 的顺序"),
+        (w.view(B, L, h, d_k).transpose(1, 2).reshape(B, L, h * d_k),
+         "你把 wrong 读成了 (B, L, h, d_k)：可 wrong 的数在内存里是 heads 的顺序 (B, h, L, d_k)，要按这个顺序读回来，再做正确的 Concat")],
+        shape_hint="(B, L, h·d_k)，和正确 Concat 的形状一样",
+        hint="wrong 的数在内存里还是 heads 的顺序：view 成 (B, h, L, d_k)，再 transpose(1, 2) 后合并最后两维", args=(h,))

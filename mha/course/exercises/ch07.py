@@ -4,23 +4,22 @@
 * 7.2 go back: recover the concatenated heads from the output and W^O (a linear system);
 * 7.3 only the output and ONE head's result are known (heads d_v wide, h·d_v != d_model): switch that head
   off by subtracting its contribution head_i W^O_i, keeping the bias.
-
-The earlier tasks keep their checkers: ``check_w_o_params``, ``check_output_from_heads``,
-``check_head_contributions``, ``check_output_without_head``.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 from torch import nn
 
 from mha.layer import MultiHeadAttention
 from mha.steps import merge_heads, project
-from ._core import (Mistake, NotDone, as_int, call, checker, expect_close, expect_gradients, expect_shape,
-                    expect_tensor, is_stub)
+from .answers import as_int, expect_close, expect_shape, expect_tensor, same
+from .gradients import expect_gradients
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
-__all__ = ["check_w_o_params_dv", "check_concat_from_output", "check_remove_head", "check_output_without_head",
-           "check_w_o_params",
-           "check_output_from_heads", "check_head_contributions"]
+__all__ = ["check_w_o_params_dv", "check_concat_from_output", "check_remove_head"]
 
 # ---------------------------------------------------------------- 7.1
 W_O_D_MODEL, W_O_HEADS = 512, 8  # the lecture's layer
@@ -28,27 +27,6 @@ W_O_D_MODEL, W_O_HEADS = 512, 8  # the lecture's layer
 
 def _count(modules) -> int:
     return sum(p.numel() for m in modules for p in m.parameters())
-
-
-@checker("ch07", "7.1", "数一数 W^O 的参数", listed=False)
-def check_w_o_params(answer):
-    """``answer``: the number of parameters of the lecture layer's ``W_o = nn.Linear(512, 512)`` (weight and bias)."""
-    if is_stub(answer):
-        raise NotDone()
-    n = as_int(answer, "W^O 的参数个数")
-    layer = MultiHeadAttention(W_O_D_MODEL, W_O_HEADS)  # the answer key comes from the layer itself
-    d, d_k = layer.d_model, layer.d_k
-    right = _count([layer.W_o])
-    if n == right:
-        return
-    if n == layer.W_o.weight.numel():
-        raise Mistake(f"{n} 只数了权重矩阵 {d}×{d}，忘了 bias 的 {layer.W_o.bias.numel()} 个参数")
-    if n in (layer.n_heads * d_k * d_k, layer.n_heads * d_k * d_k + d, d_k * d_k):
-        raise Mistake(f"{n} 把 W^O 当成了每个头各自一块 {d_k}×{d_k} 的小矩阵；"
-                      f"其实 W^O 作用在整条 {d} 维的拼接结果上，每个输出维度都读所有头")
-    if n in (_count([layer.W_q, layer.W_k, layer.W_v, layer.W_o]), _count([layer.W_q, layer.W_k, layer.W_v])):
-        raise Mistake(f"{n} 把 W_q、W_k、W_v（和 W_o）都算进去了；这里只问最终的 W^O")
-    raise Mistake(f"{n} 不对。提示：nn.Linear({d}, {d}) 有一个 {d}×{d} 的 weight 和一个长度 {d} 的 bias")
 
 
 # ---------------------------------------------------------------- 7.2 and 7.3
@@ -69,20 +47,7 @@ def _float_tensor(out, what: str) -> torch.Tensor:
     return out
 
 
-def _matches(out: torch.Tensor, ref: torch.Tensor, atol: float = 1e-4) -> bool:
-    """Same shape and values (compared in float64, so float32 and float64 answers alike)."""
-    return out.shape == ref.shape and torch.allclose(out.detach().double(), ref.detach().double(), atol=atol, rtol=1e-4)
-
-
-def _gradient_check(fn, B, h, L, d_k, what: str, wrt_bias: bool) -> None:
-    """Run ``fn`` once more on inputs that need gradients: they must reach heads and W_o."""
-    heads = torch.randn(B, h, L, d_k, requires_grad=True)
-    W_o = _layer(h * d_k)
-    out = _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)), what)
-    wrt = {"heads": heads, "W_o.weight": W_o.weight}
-    if wrt_bias:
-        wrt["W_o.bias"] = W_o.bias
-    expect_gradients(out, wrt, what)
+_matches = functools.partial(same, atol=1e-4)
 
 
 def _answers(fn, what: str):
@@ -90,66 +55,6 @@ def _answers(fn, what: str):
     for B, h, L, d_k in OUTPUT_CASES:
         heads, W_o = torch.randn(B, h, L, d_k), _layer(h * d_k)
         yield (B, h, L, d_k), heads, W_o, _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)), what)
-
-
-@checker("ch07", "7.2", "从各个头的输出算出最终输出", listed=False)
-def check_output_from_heads(fn):
-    """``fn(heads, W_o)``: heads (B, h, L, d_k), W_o ``nn.Linear(d_model, d_model)`` -> (B, L, d_model).
-
-    Forbidden: any function of ``mha``; ``heads`` and ``W_o`` must not change.
-    """
-    for (B, h, L, d_k), heads, W_o, out in _answers(fn, "最终输出"):
-        d_model = h * d_k
-        W, b = W_o.weight.detach(), W_o.bias.detach()
-        concat = merge_heads(heads)  # (B, L, d_model)
-        want = W_o(concat).detach()
-        if tuple(out.shape) == (B, h, L, d_k):
-            raise Mistake(f"返回的还是分头的形状 {tuple(out.shape)}：先 Concat 成 (B, L, d_model)，再过 W^O")
-        expect_shape(out, want.shape, "最终输出", hint="Concat 得到 (B, L, d_model)，W^O 不改变形状")
-        if _matches(out, concat, atol=1e-5):
-            raise Mistake("少了最终 Linear W^O：只做了 Concat。没有 W^O，各个头的结果永远不会混合")
-        if _matches(out, concat @ W + b):
-            raise Mistake("权重没有转置：nn.Linear 存的 weight 是 (out, in)，算的是 x @ weight.T + bias；"
-                          "直接用 W_o(concat) 最稳")
-        if _matches(out, concat @ W.T):
-            raise Mistake("少了 bias：nn.Linear 算的是 x @ weight.T + bias，直接用 W_o(concat) 就不会漏")
-        if _matches(out, heads.reshape(B, L, d_model) @ W.T + b):
-            raise Mistake("Concat 做错了：没有先 transpose(1, 2) 就 reshape，把不同 token 的数混在了一起")
-        expect_close(out, want, "最终输出", hint="先 transpose(1, 2) 再 reshape 成 (B, L, d_model)，然后 W_o(concat)")
-    _gradient_check(fn, *OUTPUT_CASES[0], what="最终输出", wrt_bias=True)
-
-
-@checker("ch07", "7.3", "把输出拆成每个头的贡献 head_i W^O_i", listed=False)
-def check_head_contributions(fn):
-    """``fn(heads, W_o)``: (B, h, L, d_k) -> (B, h, L, d_model), entry i = ``head_i @ W^O_i`` (no bias).
-
-    ``W^O = W_o.weight.T`` (d_model, d_model); ``W^O_i`` is its row block
-    ``[i*d_k, (i+1)*d_k)``, i.e. ``W_o.weight[:, i*d_k:(i+1)*d_k].T``.
-    Forbidden: any function of ``mha``; ``heads`` and ``W_o`` must not change.
-    """
-    for (B, h, L, d_k), heads, W_o, out in _answers(fn, "每个头的贡献"):
-        d_model = h * d_k
-        W, b = W_o.weight.detach(), W_o.bias.detach()
-        W_O = W.T  # (d_model, d_model): the W^O of the formula
-        want = torch.stack([heads[:, i] @ W_O[i * d_k:(i + 1) * d_k] for i in range(h)], dim=1)  # (B, h, L, d_model)
-        if tuple(out.shape) == (B, L, d_model):
-            raise Mistake(f"返回的形状是 {tuple(out.shape)}：这是所有头加起来之后的结果；"
-                          "这里要的是把每个头的贡献分开放，形状 (B, h, L, d_model)")
-        if tuple(out.shape) == (B, L, h, d_model):
-            raise Mistake(f"返回的形状是 {tuple(out.shape)}：头的轴应该在第 1 维，(B, h, L, d_model)；"
-                          "用 torch.stack(..., dim=1)")
-        expect_shape(out, want.shape, "每个头的贡献", hint="(B, h, L, d_model)，第 i 个是 head_i @ W^O_i")
-        if _matches(out, want + b):
-            raise Mistake("每个头的贡献里都加了 bias：那样加起来会有 h 个 bias；bias 只在总和上加一次")
-        if _matches(out, torch.stack([heads[:, i] @ W[i * d_k:(i + 1) * d_k] for i in range(h)], dim=1)):
-            raise Mistake("取成了 W_o.weight 的行块：nn.Linear 存的是 W^O 的转置，"
-                          "head_i 对应 W_o.weight 的列块 W_o.weight[:, i*d_k:(i+1)*d_k]，用之前要转置")
-        if _matches(out, torch.stack([heads[:, i] @ W_O[:d_k] for i in range(h)], dim=1)):
-            raise Mistake("每个头都乘了同一块 W^O_1：第 i 个头要乘 W^O 的第 i 块 [i*d_k, (i+1)*d_k)")
-        expect_close(out, want, "每个头的贡献", hint="head_i @ W_o.weight[:, i*d_k:(i+1)*d_k].T")
-        total = out.detach().double().sum(dim=1) + b.double()  # (B, L, d_model)
-        expect_close(total, W_o(merge_heads(heads)).detach(), "各头贡献之和加 bias")
-    _gradient_check(fn, *OUTPUT_CASES[0], what="每个头的贡献", wrt_bias=False)
 
 
 # ---------------------------------------------------------------- 7.1 (heads d_v wide)
@@ -203,39 +108,6 @@ def check_concat_from_output(fn):
         if _matches(got, (out - b) @ W, atol=1e-6):
             raise Mistake(f"{where} 时你乘的是 W 而不是它的逆：要“撤销”一次矩阵乘法，需要逆矩阵（torch.linalg.inv 或 torch.linalg.solve）")
         expect_close(got, concat, f"{where} 时反推出的 concat", hint="检查：W_o(你的结果) 应该等于 out")
-
-
-# ---------------------------------------------------------------- 7.3 (switch one head off)
-@checker("ch07", "7.3", "关掉一个头之后的输出", listed=False)
-def check_output_without_head(fn):
-    """``fn(heads (B, h, L, d_k), W_o, i) -> (B, L, d_model)``: the output when head i's output is replaced by
-    zeros (the bias stays); it equals the full output minus head i's contribution head_i W^O_i."""
-    for B, h, L, d_k in OUTPUT_CASES:
-        for i in (0, h - 1):
-            heads, W_o = torch.randn(B, h, L, d_k, requires_grad=True), _layer(h * d_k)
-            where = f"heads {(B, h, L, d_k)}、i={i}"
-            got = _float_tensor(call(fn, heads, W_o, i, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)),
-                                f"{where} 时的返回值")
-            with torch.no_grad():
-                off = heads.detach().clone()
-                off[:, i] = 0
-                want = W_o(off.transpose(1, 2).reshape(B, L, h * d_k))
-                full = W_o(heads.detach().transpose(1, 2).reshape(B, L, h * d_k))
-            expect_shape(got, want.shape, f"{where} 时的返回值")
-            if _matches(got, want):
-                expect_gradients(got, {"heads": heads, "W_o.weight": W_o.weight}, f"{where} 时的返回值")
-                continue
-            if _matches(got, want - W_o.bias.detach()):
-                raise Mistake(f"{where} 时偏置也被去掉了：关掉的只是头 {i} 的输出，W^O 的偏置 b 不属于任何一个头，要保留")
-            other = h - 1 - i
-            if h > 1 and other != i:
-                off2 = heads.detach().clone()
-                off2[:, other] = 0
-                if _matches(got, W_o(off2.transpose(1, 2).reshape(B, L, h * d_k)).detach()):
-                    raise Mistake(f"{where} 时关掉的是头 {other}：头 i 在 Concat 里占 [i*d_k, (i+1)*d_k) 这几列")
-            if _matches(got, full):
-                raise Mistake(f"{where} 时输出没有变：头 {i} 的输出要换成 0 再过 W^O")
-            raise Mistake(f"{where} 时结果不对：把头 {i} 的输出置零（或从完整输出里减去 head_i W^O_i），偏置保留")
 
 
 # ---------------------------------------------------------------- 7.3 (only one head is known: take it out of the output)

@@ -17,8 +17,12 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from ._core import (SDPA, Mistake, torch_mha, NotDone, as_shape_dict, call, checker, expect_close,
-                    expect_gradients, expect_tensor, is_stub)
+from .answers import expect_close, expect_tensor, name_the_match, same
+from .gradients import expect_gradients
+from .guard import SDPA, torch_mha
+from .records import Exercise, predict_shapes
+from .running import call
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
 
@@ -54,24 +58,20 @@ def reference_shapes(B, L, S, d_model, n_heads) -> dict:
     return {key: tuple(tensors[key].shape) for key in SHAPE_KEYS}
 
 
-@checker("ch08", "8.1", "写出每一步的形状")
-def check_layer_shapes(fn):
-    """``fn(B, L, S, d_model, n_heads)`` -> dict of shapes (tuples) for the keys :data:`SHAPE_KEYS`."""
-    for B, L, S, d_model, h in [(2, 4, 4, 512, 8), (3, 5, 7, 12, 3), (1, 1, 6, 8, 2)]:
-        got = as_shape_dict(call(fn, B, L, S, d_model, h, what="layer_shapes"), SHAPE_KEYS, "layer_shapes 的返回值")
-        want = reference_shapes(B, L, S, d_model, h)
-        for key in SHAPE_KEYS:
-            value = got[key]
-            if value == want[key]:
-                continue
-            hint = ""
-            if key == "scores" and value == (B, h, L, L) and L != S:
-                hint = "。提示：scores 的最后一维是 Key 的长度 S，不是 Query 的长度 L（交叉注意力里两者不同）"
-            elif key == "split_q" and value == (B, L, h, d_model // h):
-                hint = "。提示：view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面"
-            elif key in ("heads", "split_q") and value and value[-1] == d_model:
-                hint = "。提示：每个头只有 d_k = d_model / h 维"
-            raise Mistake(f"(B, L, S, d_model, h) = {(B, L, S, d_model, h)} 时，{key} 应该是 {want[key]}，你写的是 {value}{hint}")
+def _layer_shape_hint(key, value, want, B, L, S, d_model, h):
+    hint = ""
+    if key == "scores" and value == (B, h, L, L) and L != S:
+        hint = "。提示：scores 的最后一维是 Key 的长度 S，不是 Query 的长度 L（交叉注意力里两者不同）"
+    elif key == "split_q" and value == (B, L, h, d_model // h):
+        hint = "。提示：view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面"
+    elif key in ("heads", "split_q") and value and value[-1] == d_model:
+        hint = "。提示：每个头只有 d_k = d_model / h 维"
+    return f"(B, L, S, d_model, h) = {(B, L, S, d_model, h)} 时，{key} 应该是 {want}，你写的是 {value}{hint}"
+
+
+check_layer_shapes = predict_shapes(Exercise(  # fn(B, L, S, d_model, n_heads) -> {key: shape} for SHAPE_KEYS
+    "8.1", "ch08", "写出每一步的形状", "shape dict", right=reference_shapes, wrongs=None, hint=_layer_shape_hint,
+    cases=((2, 4, 4, 512, 8), (3, 5, 7, 12, 3), (1, 1, 6, 8, 2)), keys=SHAPE_KEYS, label="layer_shapes 的返回值"))
 
 
 # ---------------------------------------------------------------- 8.2
@@ -313,8 +313,7 @@ def _forward(student, cls, args, shape) -> torch.Tensor:
     return out
 
 
-def _matches(out, ref, atol=1e-5) -> bool:
-    return out.shape == ref.shape and torch.allclose(out.detach().double(), ref.detach().double(), atol=atol, rtol=1e-4)
+_matches = same
 
 
 def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
@@ -338,11 +337,9 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
         with torch.no_grad():
             if _matches(out, reference(q, v, k, mask=mask)):
                 raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
-    for switches, message in MISTAKES:
-        with torch.no_grad():
-            variant = _variant(reference, q, k, v, mask, **switches)
-        if _matches(out, variant):
-            raise Mistake(f"{message}（{where}）")
+    with torch.no_grad():
+        name_the_match(out, ((_variant(reference, q, k, v, mask, **switches), why) for switches, why in MISTAKES),
+                       suffix=f"（{where}）", same=_matches)
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
                  hint="逐步对照 mha.MultiHeadAttention.forward：投影 → 分头 → 注意力 → Concat → W^O")
 
@@ -423,7 +420,7 @@ def check_scale_bug(answer):
     """``answer = {"right_anyway_heads": int, "factor": float}``: for d_model = 512, the n_heads with which a layer
     dividing by sqrt(d_model) (instead of sqrt(d_k)) is right anyway, and by what factor its scaled scores
     differ from the right ones when n_heads = 8."""
-    from ._core import as_int, as_number, part
+    from .answers import as_int, as_number, part
     if is_stub(answer):
         raise NotDone()
     if not isinstance(answer, dict) or not {"right_anyway_heads", "factor"} <= set(answer):

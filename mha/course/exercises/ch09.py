@@ -1,8 +1,7 @@
 """Checkers for chapter 09, the worked example "You are welcome PAD".
 
 * 9.1 build the padding mask from token ids,
-* 9.2 every head's attention weights from Q' and K' (L != S), splitting the heads by hand (the book's first
-  9.2, one head's weights, repeated the chapter's cells; ``check_one_head_weights`` still grades it, unlisted),
+* 9.2 every head's attention weights from Q' and K' (L != S), splitting the heads by hand,
 * 9.3 predict the shapes when the middle widths differ from d_model (d_k, d_v free).
 
 The answer keys come from the course package itself (:func:`mha.padding_mask`, the steps of
@@ -20,10 +19,14 @@ from mha.layer import MultiHeadAttention
 from mha.masks import padding_mask, padding_mask_from_lengths
 from mha.steps import fused_attention, attention
 from mha.steps import attention_scores, masked_softmax, merge_heads, split_heads
-from ._core import (PREDICT_SHAPES, SDPA, Mistake, torch_mha, as_shape_dict, call, checker, expect_close, expect_gradients,
-                    expect_shape, expect_tensor)
+from .answers import expect_close, expect_shape, expect_tensor, name_the_match, same
+from .gradients import expect_gradients
+from .guard import PREDICT_SHAPES, SDPA, torch_mha
+from .records import Exercise, predict_shapes
+from .running import call
+from .verdicts import checker, Mistake
 
-__all__ = ["check_padding_mask", "check_all_head_weights", "check_one_head_weights", "check_middle_widths", "check_zero_weights"]
+__all__ = ["check_padding_mask", "check_all_head_weights", "check_middle_widths", "check_zero_weights"]
 
 
 # ---------------------------------------------------------------- 9.1 padding mask
@@ -96,91 +99,10 @@ def _one_head_weights_reference(q_proj, k_proj, head, n_heads, key_mask):
     return masked_softmax(attention_scores(q, k), key_mask)  # (L, S)
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same shape and values (compared in float64, so float32 and float64 answers alike)."""
-    return a.shape == b.shape and torch.allclose(a.detach().double(), b.detach().double(), atol=1e-5, rtol=1e-4)
-
-
-def _one_head_wrong_answers(q_proj, k_proj, head, n_heads, key_mask):
-    """(message, tensor) of the usual mistakes, for recognising them."""
-    L, d_model = q_proj.shape
-    d_k = d_model // n_heads
-    cols = slice(head * d_k, (head + 1) * d_k)
-    q_i, k_i = q_proj[:, cols], k_proj[:, cols]
-    big = torch.finfo(q_proj.dtype).min
-
-    def soft(s, dim=-1, mask=key_mask):
-        return torch.softmax(s.masked_fill(~mask, big), dim=dim)
-
-    raw = q_i @ k_i.T
-    out = [
-        ("忘了除以 √d_k：scores 应该是 Q_i K_iᵀ / √d_k（这里 d_k = d_model / n_heads）",
-         soft(raw)),
-        (f"缩放用错了：应该除以 √d_k = √{d_k}（一个头的宽度），你除的是 √d_model = √{d_model}",
-         soft(raw / math.sqrt(d_model))),
-        ("softmax 的轴错了：要在 key 的轴（最后一维，dim=-1）上归一化，使每个 query 的一行之和为 1；"
-         "你在 query 的轴（dim=0）上做了 softmax",
-         soft(raw / math.sqrt(d_k), dim=0)),
-        ("掩码的极性反了：key_mask 里 True = 可以关注，应该把 False（PAD）的位置填成很小的数；你屏蔽了真实 token",
-         soft(raw / math.sqrt(d_k), mask=~key_mask) if (~key_mask).any() else None),
-        ("没有用掩码：PAD 这一列的权重应该正好是 0",
-         torch.softmax(raw / math.sqrt(d_k), dim=-1)),
-        ("在 softmax 之后才把 PAD 列置零：每行之和就不再是 1；要在 softmax 之前把被屏蔽的分数填成很小的数",
-         torch.softmax(raw / math.sqrt(d_k), dim=-1).masked_fill(~key_mask, 0.0)),
-        ("头取错了：head 从 0 开始编号，第 head 个头是列 [head*d_k, (head+1)*d_k)，你取成了相邻的另一个头",
-         _one_head_weights_reference(q_proj, k_proj, (head + 1) % n_heads, n_heads, key_mask)
-         if n_heads > 1 else None),
-        ("头的列取错了：第 i 个头是连续的 d_k 列 [i*d_k, (i+1)*d_k)，不是隔 n_heads 取一列 [i::n_heads]",
-         soft(q_proj[:, head::n_heads] @ k_proj[:, head::n_heads].T / math.sqrt(d_k)) if n_heads > 1 else None),
-    ]
-    if L == k_proj.shape[0]:
-        right = _one_head_weights_reference(q_proj, k_proj, head, n_heads, key_mask)
-        out.append(("行和列颠倒了：结果应该是 (L, S)，行是 query，列是 key，所以是 Q_i K_iᵀ；你得到的是它的转置 (S, L)",
-                    right.T))
-    return [(msg, t) for msg, t in out if t is not None]
+_same = same
 
 
 # (L, S, d_model, n_heads, head, key_mask)
-ONE_HEAD_CASES = [
-    (4, 4, 6, 2, 0, [True, True, True, False]),  # the worked example, head 1
-    (4, 4, 6, 2, 1, [True, True, True, False]),  # head 2
-    (3, 5, 8, 4, 2, [True, True, False, True, False]),  # L != S, four heads
-    (2, 3, 4, 1, 0, [True, True, True]),  # one head, no PAD
-]
-
-
-@checker("ch09", "9.2", "手算一个头的注意力权重", listed=False)
-def check_one_head_weights(fn):
-    """``fn(q_proj (L, d_model), k_proj (S, d_model), head, n_heads, key_mask (S,) bool) -> (L, S)``.
-
-    Forbidden: ``mha``, ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``. The
-    weights must be differentiable: gradients reach ``q_proj`` and ``k_proj``.
-    """
-    for L, S, d_model, n_heads, head, keep in ONE_HEAD_CASES:
-        q_leaf = torch.randn(L, d_model, requires_grad=True)
-        k_leaf = torch.randn(S, d_model, requires_grad=True)
-        key_mask = torch.tensor(keep)
-        with torch.enable_grad():  # the chapter turns autograd off globally; a layer's weights need it
-            q_proj, k_proj = q_leaf.clone(), k_leaf.clone()  # not leaves: an in-place change is reported, not a crash
-            out = call(fn, q_proj, k_proj, head, n_heads, key_mask, what="你的函数",
-                       forbid=(SDPA, torch_mha(), MultiHeadAttention, attention, fused_attention, masked_softmax))
-        out = expect_tensor(out, "你的权重")
-        if tuple(out.shape) == (S, L) and L != S:
-            raise Mistake(f"形状应该是 (L, S) = {(L, S)}，你返回的是 (S, L) = {(S, L)}：行是 query，列是 key，"
-                          "scores = Q_i K_iᵀ 而不是 K_i Q_iᵀ")
-        expect_shape(out, (L, S), "你的权重", hint="一个头的权重是 (L, S)：每个 query 一行，每个 key 一列")
-        if not out.is_floating_point():
-            raise Mistake(f"权重应该是浮点数张量，实际 dtype 是 {out.dtype}")
-        with torch.no_grad():
-            q, k = q_leaf.detach(), k_leaf.detach()
-            want = _one_head_weights_reference(q, k, head, n_heads, key_mask)
-            if not _same(out, want):
-                for msg, wrong in _one_head_wrong_answers(q, k, head, n_heads, key_mask):
-                    if _same(out, wrong):
-                        raise Mistake(msg)
-                expect_close(out, want, "你的权重", hint="依次检查：取对头的列、Q_i K_iᵀ、除以 √d_k、softmax 之前用掩码、dim=-1")
-        with torch.enable_grad():
-            expect_gradients(out, {"q_proj": q_leaf, "k_proj": k_leaf}, "你的权重")
 
 
 # ---------------------------------------------------------------- 9.2 (reworked) every head's weights, split by hand
@@ -266,9 +188,8 @@ def check_all_head_weights(fn):
         q, k = q_leaf.detach(), k_leaf.detach()
         want = _all_heads_reference(q, k, n_heads, key_mask)
         if not _same(out, want):
-            for msg, wrong in _all_heads_wrong_answers(q, k, n_heads, key_mask):
-                if _same(out, wrong):
-                    raise Mistake(msg + where)
+            name_the_match(out, ((wrong, why) for why, wrong in _all_heads_wrong_answers(q, k, n_heads, key_mask)),
+                           suffix=where, same=_same)
             expect_close(out, want, "你的权重", hint="依次检查：view 成 (L, h, d_k) 再 transpose、Q_i K_iᵀ、"
                                                   "除以 √d_k、softmax 之前用掩码、dim=-1" + where)
         with torch.enable_grad():
@@ -326,22 +247,11 @@ def _width_mistake(key, got, want, B, L, d_model, h, d_k, d_v):
     return base
 
 
-@checker("ch09", "9.3", "中间宽度不等于 d_model 时的形状")
-def check_middle_widths(fn):
-    """``fn(B, L, d_model, n_heads, d_k, d_v) -> dict`` with the shapes of WIDTH_KEYS (self-attention, S = L).
-
-    Shapes may be tuples, lists or ``torch.Size`` of Python/numpy/0-d torch integers (or integral
-    floats). The shapes are to be predicted: running ``mha`` or PyTorch's layers is forbidden.
-    """
-    configs = [(1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)]
-    for B, L, d_model, h, d_k, d_v in configs:
-        answer = call(fn, B, L, d_model, h, d_k, d_v, what="你的函数", forbid=PREDICT_SHAPES())
-        got = as_shape_dict(answer, WIDTH_KEYS, "shapes")
-        want = middle_shapes(B, L, d_model, h, d_k, d_v)
-        for key in WIDTH_KEYS:
-            if got[key] != want[key]:
-                raise Mistake(_width_mistake(key, got[key], want[key], B, L, d_model, h, d_k, d_v)
-                              + f"（B={B}, L={L}, d_model={d_model}, n_heads={h}, d_k={d_k}, d_v={d_v}）")
+check_middle_widths = predict_shapes(Exercise(  # fn(B, L, d_model, n_heads, d_k, d_v) -> {key: shape}, self-attention
+    "9.3", "ch09", "中间宽度不等于 d_model 时的形状", "shape dict", right=middle_shapes, wrongs=None,
+    hint=lambda key, got, want, B, L, d, h, d_k, d_v: (_width_mistake(key, got, want, B, L, d, h, d_k, d_v)
+                                                      + f"（B={B}, L={L}, d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v}）"),
+    cases=((1, 4, 6, 2, 2, 4), (2, 5, 8, 4, 3, 1), (3, 2, 12, 3, 5, 2)), forbids=PREDICT_SHAPES(), keys=WIDTH_KEYS))
 
 
 # ---------------------------------------------------------------- 9.4 (predict: how many attention weights are 0)
@@ -363,7 +273,8 @@ def zero_weights_truth(B, h, L, lengths) -> int:
 def check_zero_weights(answer):
     """``answer``: how many entries of the (B, h, L, L) weights are exactly 0 for B = 2 sentences of L = 4 tokens
     with lengths [4, 2], h = 2 heads and the key padding mask (B, 1, 1, S)."""
-    from ._core import NotDone, as_int, is_stub
+    from .answers import as_int
+    from .verdicts import is_stub, NotDone
     if is_stub(answer):
         raise NotDone()
     n = as_int(answer, "你的答案")

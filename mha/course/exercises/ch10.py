@@ -5,10 +5,6 @@
 * 10.3 predict every shape in cross-attention with L != S,
 * 10.4 a KV-cache step: where the causal mask is aligned.
 
-The book's first versions of 10.1 (build the plain causal mask) and 10.2 (``pad & causal``) repeated a
-cell of the chapter; their checkers ``check_causal_mask`` and ``check_combine_masks`` still grade those
-tasks (saved notebooks call them) but are no longer listed in the chapter's summary.
-
 The answer keys come from the course package (:mod:`mha.masks`, :mod:`mha.steps`), computed by
 the checker; the student's code runs under :func:`call`, which forbids the shortcuts.
 """
@@ -19,60 +15,19 @@ import torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths
 from mha.steps import apply_causal, attention_scores, merge_heads, project, attention, split_heads
-from ._core import (PREDICT_SHAPES, Mistake, as_shape_dict, call, checker, expect_shape, expect_tensor,
-                    name_the_match)
+from .answers import expect_shape, expect_tensor, name_the_match
+from .guard import PREDICT_SHAPES
+from .records import Exercise, predict_shapes
+from .running import call
+from .verdicts import checker, Mistake
 
-__all__ = ["check_window_mask", "check_decoder_mask", "check_causal_mask", "check_combine_masks",
+__all__ = ["check_window_mask", "check_decoder_mask",
            "check_cross_attention_shapes", "check_cache_step_mask"]
 
 
 def _as_bool(out: torch.Tensor) -> torch.Tensor:
     """Where a mask-like answer is non-zero (the answer itself when it is already bool)."""
     return out if out.dtype == torch.bool else out.ne(0)
-
-
-# ---------------------------------------------------------------- 10.1 causal mask
-
-@checker("ch10", "10.1", "构造因果掩码", listed=False)
-def check_causal_mask(fn):
-    """``fn(L) -> (L, L) bool``, True on and below the diagonal (query i may see keys 0..i).
-
-    Accepted: exactly shape (L, L) and dtype torch.bool, for several L. Forbidden: ``mha``
-    (``mha.causal_mask``).
-    """
-    for L in (4, 1, 6, 2, 9):
-        out = call(fn, L, what="你的因果掩码函数", forbid=(causal_mask, apply_causal))
-        if (isinstance(out, torch.Tensor) and out.is_floating_point() and tuple(out.shape) == (L, L)
-                and torch.equal(out, torch.zeros(L, L).masked_fill(~causal_mask(L), float("-inf")))):
-            raise Mistake("你返回的是加性掩码（可以看 = 0，未来 = -inf，和 nn.Transformer.generate_square_subsequent_mask 一样）；"
-                          "本课要的是 bool 掩码：True = 可以看，含对角线的下三角为 True")
-        out = expect_tensor(out, "你的因果掩码")
-        if out.dim() == 4 and out.shape[:2] == (1, 1) and out.shape[2:] == (L, L):
-            raise Mistake(f"形状应该是 (L, L) = {(L, L)}，你返回了 {tuple(out.shape)}。"
-                          "因果掩码只和位置有关，(L, L) 会自动广播到 (B, h, L, L)，不必自己加轴")
-        expect_shape(out, (L, L), "你的因果掩码", hint=f"L={L}：行是 query i，列是 key j，形状跟着参数 L 变")
-        want = causal_mask(L)  # (L, L)
-        ones = torch.ones(L, L, dtype=torch.bool)
-        as_bool = _as_bool(out)
-        if L > 1:
-            if torch.equal(as_bool, ones.triu(1)):
-                raise Mistake("极性反了：你在“未来”的位置放了 True。本课约定 True = 可以看；"
-                              "True = 不许看 是 torch.nn.MultiheadAttention 的 attn_mask 的约定。"
-                              "用 tril 保留下三角（含对角线）")
-            if torch.equal(as_bool, ones.triu()):
-                raise Mistake("取成了上三角：query i 只能看 j ≤ i 的 key，也就是下三角（行号 ≥ 列号），用 tril 而不是 triu")
-            if torch.equal(as_bool, ones.tril(-1)):
-                raise Mistake("把对角线也屏蔽了：位置 i 可以看它自己（j = i），用 tril(diagonal=0)，"
-                              "否则第 0 个 query 一个 key 也看不到")
-            if torch.equal(as_bool, ones):
-                raise Mistake("全是 True：这等于没有掩码，每个位置都能看到未来的 token")
-        if out.dtype != torch.bool:
-            if torch.equal(as_bool, want):
-                raise Mistake(f"位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool。"
-                              "`masked_fill(~mask, ...)` 需要 bool：对整数张量 `~` 是按位取反（~1 == -2），对浮点数会直接报错")
-            raise Mistake(f"dtype 应该是 torch.bool，实际是 {out.dtype}")
-        if not torch.equal(out, want):
-            raise Mistake(f"L={L} 时位置不对：应该是 {want.int().tolist()}，你得到的是 {out.int().tolist()}")
 
 
 # ---------------------------------------------------------------- 10.2 padding & causal
@@ -93,51 +48,6 @@ def _combine_causals(L: int, S: int):
     if L == S:
         return [bottom_right]
     return [bottom_right, torch.ones(L, S, dtype=torch.bool).tril()]  # aligned top left
-
-
-@checker("ch10", "10.2", "把 padding mask 和因果掩码合在一起", listed=False)
-def check_combine_masks(fn):
-    """``fn(pad (B, 1, 1, S) bool, causal (L, S) bool) -> (B, 1, L, S) bool`` = pad AND causal.
-
-    Accepted: exactly shape (B, 1, L, S), dtype torch.bool (what ``pad & causal`` broadcasts to).
-    The masks are tried with L < S and with different causal arguments, so a function that
-    builds its own triangle instead of using ``causal`` fails. Forbidden: ``mha``; changing the
-    caller's masks in place.
-    """
-    for ids, pad_id, L in COMBINE_CASES:
-        token_ids = torch.tensor(ids)
-        B, S = token_ids.shape
-        for causal in _combine_causals(L, S):
-            pad = padding_mask(token_ids, pad_id)  # (B, 1, 1, S)
-            want = pad & causal  # (B, 1, L, S)
-            out = expect_tensor(call(fn, pad, causal, what="你的合并函数", forbid=(apply_causal, normalize_mask)), "合并后的掩码")
-            if tuple(out.shape) == (B, L, S):
-                raise Mistake(f"形状应该是 (B, 1, L, S) = {(B, 1, L, S)}，你返回的是 (B, L, S) = {(B, L, S)}。"
-                              "少了头的轴：和 (B, h, L, S) 右对齐广播时 B 会被对到 h 上；保留那个长度为 1 的轴")
-            if L != S and tuple(out.shape) == (B, 1, S, S):
-                raise Mistake(f"形状应该是 (B, 1, L, S) = {(B, 1, L, S)}，你返回的是 (B, 1, S, S)：你好像没有用参数 causal，"
-                              f"而是按 S 自己造了一个方阵；causal 的形状是 (L, S) = {(L, S)}，L 不一定等于 S")
-            expect_shape(out, want.shape, "合并后的掩码",
-                         hint="(B, 1, 1, S) 与 (L, S) 广播：右端对齐，长度 1 的轴被拉长，得到 (B, 1, L, S)")
-            as_bool = _as_bool(out)
-            if torch.equal(as_bool, want):
-                if out.dtype != torch.bool:
-                    raise Mistake(f"位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool；用 `&` 直接合并两个 bool 掩码")
-                continue
-            named = [
-                (pad | causal, "用了“或”（|）而不是“与”（&）：一个 key 只有在“不是 PAD”并且“不在未来”时才能看，两个条件都要满足"),
-                (~want, "极性反了：True 应该表示“可以看”。你得到的是“被屏蔽”的位置"),
-                (causal.expand(B, 1, L, S), "只用了因果掩码，padding mask 被丢掉了：PAD 那几列也必须是 False"),
-                (pad.expand(B, 1, L, S), "只用了 padding mask，因果掩码被丢掉了：对角线以上（未来）的位置也必须是 False"),
-            ]
-            name_the_match(as_bool, named)
-            for own in (torch.ones(L, S, dtype=torch.bool).tril(), causal_mask(L, S)):
-                if not torch.equal(own, causal) and torch.equal(as_bool, pad & own):
-                    raise Mistake(f"你的结果和传进来的 causal 对不上：你好像自己重新造了一个下三角，没有用参数 causal。"
-                                  f"这一组 causal 是 (L, S) = {(L, S)}：{causal.int().tolist()}；直接返回 pad & causal")
-            bad = (as_bool != want).nonzero()[0].tolist()
-            raise Mistake(f"形状对了，但有位置不对，例如下标 {tuple(bad)}（batch, 1, query, key）；应该等于 pad & causal"
-                          f"（causal 是 (L, S) = {(L, S)}）")
 
 
 # ---------------------------------------------------------------- 10.1 (reworked) causal mask with a window
@@ -329,26 +239,13 @@ def _shape_mistake(key, got, want, B, L, S, d_model, n_heads):
     return base
 
 
-@checker("ch10", "10.3", "预测交叉注意力里的每个形状（L ≠ S）")
-def check_cross_attention_shapes(fn):
-    """``fn(B, L, S, d_model, n_heads) -> dict`` with the shapes of KEYS.
-
-    mask: the encoder padding mask, exactly the shape of ``mha.padding_mask``: (B, 1, 1, S).
-    q, k, v: after the projections and the split; scores, weights, heads
-    (= weights @ v), output. L is the decoder (query) length, S the encoder (key) length.
-    Shapes may be tuples, lists or ``torch.Size`` of Python/numpy/0-d torch integers (or
-    integral floats). The shapes are to be predicted: running ``mha`` or PyTorch's layers is
-    forbidden.
-    """
-    configs = [(2, 3, 5, 8, 2), (1, 4, 7, 12, 3), (3, 6, 2, 16, 4)]
-    for B, L, S, d_model, n_heads in configs:
-        answer = call(fn, B, L, S, d_model, n_heads, what="你的函数", forbid=PREDICT_SHAPES())
-        got = as_shape_dict(answer, KEYS, "shapes")
-        want = cross_shapes(B, L, S, d_model, n_heads)
-        for key in KEYS:
-            if got[key] != want[key]:
-                raise Mistake(_shape_mistake(key, got[key], want[key], B, L, S, d_model, n_heads)
-                              + f"（B={B}, L={L}, S={S}, d_model={d_model}, n_heads={n_heads}）")
+# fn(B, L, S, d_model, n_heads) -> {key: shape}: mask is the encoder padding mask (B, 1, 1, S); L is the decoder
+# (query) length, S the encoder (key) length. Predicted: running mha or PyTorch's layers is forbidden.
+check_cross_attention_shapes = predict_shapes(Exercise(
+    "10.3", "ch10", "预测交叉注意力里的每个形状（L ≠ S）", "shape dict", right=cross_shapes, wrongs=None,
+    hint=lambda key, got, want, B, L, S, d, h: (_shape_mistake(key, got, want, B, L, S, d, h)
+                                               + f"（B={B}, L={L}, S={S}, d_model={d}, n_heads={h}）"),
+    cases=((2, 3, 5, 8, 2), (1, 4, 7, 12, 3), (3, 6, 2, 16, 4)), forbids=PREDICT_SHAPES(), keys=KEYS))
 
 
 # ---------------------------------------------------------------- 10.4 (a KV-cache step: the mask's alignment)
@@ -360,7 +257,8 @@ def check_cache_step_mask(answer):
     """``answer = {"buggy_sees": [key positions], "mask": fn}``: which keys the new token (L = 1, S = 5) may see
     with ``torch.ones(1, 5).tril().bool()`` (top-left aligned), and ``fn(L, S) -> (L, S) bool`` for L new
     queries after S - L cached tokens (query r sits at position S - L + r)."""
-    from ._core import NotDone, is_stub, part
+    from .answers import part
+    from .verdicts import is_stub, NotDone
     if is_stub(answer):
         raise NotDone()
     if not isinstance(answer, dict) or not {"buggy_sees", "mask"} <= set(answer):

@@ -1,8 +1,7 @@
 """Checkers for chapter 13, the trained numeral Transformer.
 
 * 13.1 pad a batch of numerals of different lengths and build its padding mask,
-* 13.2 force the first digits (a prefix) into the KV cache, then let the model go on greedily
-  (``check_continue_prefix``; the earlier task, plain greedy decoding, keeps ``check_greedy_decode``),
+* 13.2 force the first digits (a prefix) into the KV cache, then let the model go on greedily,
 * 13.3 a forward pre-hook on ``W_o`` that ablates (zeroes) one head.
 
 Answer keys come from the course package (``mha.course.numerals``), computed by the checker; the
@@ -14,9 +13,11 @@ import functools
 
 import torch
 
-from ._core import Mistake, NotDone, call, checker, exception_text, expect_close, expect_shape, expect_tensor, is_stub
+from .answers import expect_close, expect_shape, expect_tensor
+from .running import call
+from .verdicts import checker, exception_text, is_stub, Mistake, NotDone
 
-__all__ = ["check_pad_numerals", "check_greedy_decode", "check_continue_prefix", "check_zero_head_hook"]
+__all__ = ["check_pad_numerals", "check_continue_prefix", "check_zero_head_hook"]
 
 
 # ---------------------------------------------------------------- 13.1 padding a batch of numerals
@@ -119,12 +120,6 @@ def _hook_shortcuts() -> tuple:
 
 # ---------------------------------------------------------------- 13.2 greedy decoding with the KV cache
 
-DECODE_CASES = [
-    ["两千零二十六", "三万零五百", "十二", "九千九百九十九万"],
-    ["十二", "三百", "五"],  # the longest answer has 3 digits: a loop that never stops at <eos> runs on
-    ["零", "一百万零一百", "两万", "八千八百八十二万零八百八十四", "十"],
-]
-
 
 @functools.lru_cache(maxsize=1)
 def _recording_model_class():
@@ -134,7 +129,8 @@ def _recording_model_class():
         """The shipped model, counting the calls of ``encode``, ``decode_step`` and ``decode``."""
 
         def reset(self):
-            self.encodes, self.steps, self.full_decodes = 0, [], 0
+            self.encodes, self.steps, self.full_decodes, self.finished = 0, [], 0, None
+            self.forced = 0  # decode steps whose output the prefix overrides
 
         def encode(self, *args, **kwargs):
             self.encodes += 1
@@ -146,8 +142,24 @@ def _recording_model_class():
                     "mask": src_mask is not None}
             self.steps.append(step)
             out = super().decode_step(token, memory, src_mask, caches, need_weights)
+            out = (self._after_eos(out[0]),) + tuple(out[1:])
             step["argmax"] = out[0].detach().argmax(-1)  # (B,): what greedy decoding would write next
             return out
+
+        def _after_eos(self, logits):
+            """A row that already wrote <eos> now writes a digit: an answer that keeps writing after its
+            <eos> shows it (the right answer ignores what a finished row writes)."""
+            from ..numerals.data import EOS, TGT_TOKENS
+            if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+                return logits
+            if self.finished is not None and self.finished.shape[0] == logits.shape[0] and self.finished.any():
+                logits = logits.clone()
+                logits[self.finished, TGT_TOKENS.index("7")] = logits.detach().max() + 10.0
+            if len(self.steps) <= self.forced:  # still feeding the prefix: nothing is written yet
+                return logits
+            wrote = logits.detach().argmax(-1) == EOS
+            self.finished = wrote if self.finished is None or self.finished.shape != wrote.shape else self.finished | wrote
+            return logits
 
         def decode(self, tgt_in, memory, src_mask, need_weights=False):
             self.full_decodes += 1
@@ -202,64 +214,10 @@ def _cut_mistakes(answers, want, wrong, case):
     if all(answers[j] == want[j] + "<eos>" for j in wrong):
         raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
     if all(answers[j].startswith(want[j]) for j in wrong):
-        raise Mistake(f"没有在各自的 <eos> 处截断：一批里短的数字早就写完了，之后的输出要丢掉{case}")
+        raise Mistake(f"没有在各自的 <eos> 处截断：一个数写出 <eos> 之后还在往它的答案里加字；一批里短的数字早就写完了，"
+                      f"之后的输出要丢掉{case}")
     if all(want[j].startswith(answers[j]) for j in wrong):
         raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
-
-
-def _check_cache_use(model, want, words):
-    """encode once, one decode_step per new token with the caches it returned, stop when all wrote <eos>."""
-    from ..numerals.data import BOS
-
-    steps = model.steps
-    _counted_calls(model, words)
-    first = steps[0]["token"]
-    if isinstance(first, torch.Tensor) and not bool((first == BOS).all()):
-        raise Mistake(f"第一步喂进去的不是 <bos>（id {BOS}）：解码器的第一个输入永远是 <bos>")
-    for i, s in enumerate(steps):
-        if isinstance(s["token"], torch.Tensor) and s["token"].dim() == 2 and s["token"].shape[1] != 1:
-            raise Mistake(f"第 {i + 1} 次 decode_step 喂了 {s['token'].shape[1]} 个 token：有了 cache，每步只喂最新的一个，形状 (B, 1)")
-        if s["cache"] is None and i > 0 or s["cache"] is not None and any(n != i for n in s["cache"]):
-            raise Mistake(f"第 {i + 1} 次 decode_step 拿到的 cache 里有 {s['cache']} 个 token，应该是 {i}："
-                          "要把上一步 decode_step 返回的 caches 原样传回去（第一步传 None）")
-    if not all(s["mask"] for s in steps):
-        raise Mistake("调用 decode_step 时没有传 src_mask：交叉注意力会看到补齐用的 PAD，短的数字会被读错")
-    needed = max(len(w) for w in want) + 1  # the longest answer's digits, then its <eos>
-    if len(steps) > needed:
-        raise Mistake(f"输入 {words} 时调用了 {len(steps)} 次 decode_step，{needed} 次就够了：每个数字写出 <eos> 之后就不再需要它，"
-                      "整批都写出 <eos> 时就该停下（循环里判断 done.all() 再 break）")
-
-
-@checker("ch13", "13.2", "用 KV cache 做贪心解码", listed=False)
-def check_greedy_decode(fn):
-    """``fn(model, src (B, S), src_mask (B, 1, 1, S)) -> list[str]`` of digit strings, one per numeral.
-
-    Must call ``model.encode`` once, ``model.decode_step`` once per new token (passing back the caches it
-    returned and the source mask), and stop when every sequence has written its ``<eos>``.
-    Refused: ``model.translate``, ``model.greedy_ids`` and the package's evaluation helpers.
-    """
-    from ..numerals.data import encode_source
-
-    cfg, state = _shipped_state()
-    model = _recording_model_class()(cfg)
-    model.load_state_dict(state)
-    model.eval()
-    model.reset()
-    for words in DECODE_CASES:
-        src, src_mask = encode_source(words)
-        want = model.translate(words)
-        model.reset()
-        out = call(fn, model, src, src_mask, what="你的贪心解码函数", forbid=_decode_shortcuts(),
-                   shortcut_hint="自己写解码循环：用 model.encode 和 model.decode_step")
-        answers = _answers(out, len(words))
-        _check_cache_use(model, want, words)
-        if answers == want:
-            continue
-        wrong = [i for i, (a, w) in enumerate(zip(answers, want)) if a != w]
-        i = wrong[0]
-        case = f"（例如 {words[i]} 应为 {want[i]}，你得到 {answers[i]!r}）"
-        _cut_mistakes(answers, want, wrong, case)
-        raise Mistake(f"答案不对{case}：每步取 logits 在词表轴上的 argmax，把它作为下一步的 token")
 
 
 # ---------------------------------------------------------------- 13.2 (now): a forced prefix, then greedy decoding
@@ -357,6 +315,7 @@ def check_continue_prefix(fn):
             want, needed = _continue_reference(model, words, prefix)
             plain = model.translate(words)
         model.reset()
+        model.forced = len(prefix)
         out = call(fn, model, src, src_mask, prefix, what="你的函数", forbid=_decode_shortcuts(),
                    shortcut_hint="自己写解码循环：用 model.encode 和 model.decode_step")
         answers = _answers(out, len(words))

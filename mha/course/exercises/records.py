@@ -1,0 +1,114 @@
+"""Exercises as records: one plain record per exercise, read by its checker, the self-check and the tests.
+
+A record says what is right (computed by the course package, never typed in), the typical wrong answers with
+why each is wrong (the verdict text; the self-check offers the same answers as its wrong options), what the
+student's code may not call, and the kind of answer. A family of exercises shares one checker body:
+:func:`predict_shape` and :func:`predict_shapes` for the shape predictions, :func:`check_repair` for
+find-the-bug-and-repair.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .answers import as_shape, as_shape_dict, expect_close, expect_shape, expect_tensor, name_the_match, same
+from .gradients import expect_gradients
+from .running import call
+from .verdicts import Mistake, NotDone, checker, is_stub
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A typical wrong answer: what the student did (``name``), the answers it gives, and why it is wrong."""
+    name: str
+    answers: tuple
+    why: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise. ``right``, ``wrongs`` and ``hint`` take the sizes of one case (``*case``)."""
+    id: str  # "5.1"
+    chapter: str  # "ch05"
+    title: str
+    kind: str  # "shape" (typed in), "shape function" (a function of the case's sizes returning the shape) ...
+    right: Callable  # (*case) -> the reference answer
+    wrongs: Callable  # (*case) -> [Wrong]
+    hint: Callable  # (*case, got) -> the verdict for a wrong answer that no Wrong names
+    cases: tuple = ((),)  # the sizes of each case the checker tries
+    forbids: tuple = ()  # what the student's code may not call (see guard.watch_shortcuts)
+    say: Callable = lambda *case_and_got: f"{case_and_got[-1]} "  # (*case, got) -> how a verdict starts
+    keys: tuple = ()  # kind "shape dict": the names of the shapes the function returns
+    label: str = "shapes"  # kind "shape dict": how a verdict names the returned dict
+    shortcut_hint: str | None = None
+
+
+RECORDS: dict = {}  # exercise id -> Exercise
+
+
+def predict_shape(ex: Exercise):
+    """The checker of a shape prediction: the shape typed in, or a function of the sizes that returns it."""
+    RECORDS[ex.id] = ex
+
+    @checker(ex.chapter, ex.id, ex.title)
+    def check(answer):
+        if is_stub(answer):
+            raise NotDone()
+        for case in ex.cases:
+            if ex.kind == "shape":
+                got = as_shape(answer, "你的答案")
+            else:
+                out = call(answer, *case, what="你的函数", forbid=ex.forbids)
+                got = as_shape(out, "返回值")
+                if isinstance(out, (tuple, list)) and any(isinstance(n, float) for n in out):
+                    raise Mistake(f"返回值 {tuple(out)} 里有小数（例如 d_model / n_heads 得到 64.0）：形状是整数，"
+                                  "用整除 d_model // n_heads")
+            truth = ex.right(*case)
+            if got == truth:
+                continue
+            for wrong in ex.wrongs(*case):
+                if got in wrong.answers:
+                    raise Mistake(ex.say(*case, got) + wrong.why)
+            raise Mistake(ex.hint(*case, got))
+    return check
+
+
+def predict_shapes(ex: Exercise):
+    """The checker of a prediction of several shapes: a function of the case's sizes returning ``{key: shape}``.
+    ``ex.right(*case)`` computes every shape; ``ex.hint(key, got, want, *case)`` names what is wrong with one."""
+    RECORDS[ex.id] = ex
+
+    @checker(ex.chapter, ex.id, ex.title)
+    def check(fn):
+        for case in ex.cases:
+            out = call(fn, *case, what="你的函数", forbid=ex.forbids, shortcut_hint=ex.shortcut_hint)
+            got, want = as_shape_dict(out, ex.keys, ex.label), ex.right(*case)
+            for key in ex.keys:
+                if got[key] != want[key]:
+                    raise Mistake(ex.hint(key, got[key], want[key], *case))
+    return check
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One case of a find-the-bug-and-repair exercise: the buggy function's result ``wrong`` (what the student's
+    repair gets, its own leaf), the right result ``want``, and the typical wrong repairs ``[(result, why)]``."""
+    wrong: object
+    want: object
+    where: str
+    wrongs: list
+    shape_hint: str
+    hint: str
+    args: tuple = ()  # what the repair gets after ``wrong`` (n_heads)
+
+
+def check_repair(run, bugs, atol: float = 1e-6) -> None:
+    """The repair part of a find-the-bug exercise: ``run(wrong, *args)`` calls the student's repair on each :class:`Bug`;
+    a typical wrong repair is named, then the shape, the values and the gradient back to ``wrong`` are checked."""
+    for bug in bugs:
+        what = f'{bug.where} answer["repair"] 的返回值'
+        out = expect_tensor(run(bug.wrong, *bug.args), what)
+        name_the_match(out, bug.wrongs, prefix=bug.where, same=lambda a, b: same(a, b, atol=atol, rtol=1e-5))
+        expect_shape(out, bug.want.shape, what, hint=bug.shape_hint)
+        expect_close(out, bug.want, what, hint=bug.hint)
+        expect_gradients(out, {"wrong": bug.wrong}, 'answer["repair"] 的返回值')
