@@ -10,9 +10,16 @@ Each edit is small and checked by tests/test_site.py on the built site:
 - search.html loads ``mha-search.js`` (Pagefind's results for ``?q=``);
 - pages with formulas preload KaTeX's two main fonts;
 - the printed title (``#jb-print-docs-body h1``) keeps the chapter number of the article's h1;
-- Chinese names for the two theme labels it leaves in English (the colour-mode switch), so the
-  accessible name matches what the page says; sphinx-togglebutton's buttons are named by
-  their visible hint (点击显示) instead of "Toggle hidden content".
+- Chinese (mainland usage) for every label the themes leave in English or in Taiwanese usage
+  (``LABELS``: the colour-mode switch, the sidebar buttons, the launch menu, the search box, heading
+  links, 列印 -> 打印), so the accessible name matches what the page says; sphinx-togglebutton's
+  buttons are named by their visible hint (点击显示) instead of "Toggle hidden content";
+- the phone's chapter list and page contents open: pydata-sphinx-theme 0.17 wires only the first
+  ``.primary-toggle`` / ``.secondary-toggle`` of a page (its issue #2451), which is its own header's
+  pair that sphinx-book-theme always hides (``.bd-header button.sidebar-toggle {display: none}``);
+  dropping that hidden pair leaves the visible buttons of the article header first, so the theme's
+  own code opens its dialogs from them (``tools/static/mha-site.js`` names the dialogs and moves the
+  focus).
 """
 from __future__ import annotations
 
@@ -23,6 +30,9 @@ DROPPED_SCRIPTS = ("fontawesome.js", "searchtools.js", "language_data.js", "sear
 _DROP = re.compile(r'[ \t]*<script[^>]*\bsrc="[^"]*?(?:%s)[^"]*"[^>]*>\s*</script>\n?'
                    % "|".join(re.escape(s) for s in DROPPED_SCRIPTS))
 _PRELOAD = re.compile(r'[ \t]*<link rel="preload" as="script" href="[^"]*fontawesome[^"]*"\s*/>\n?')
+# the hidden pair of sidebar buttons in the theme's own header (see the module docstring)
+_HIDDEN_TOGGLES = re.compile(r'[ \t]*<button class="pst-navbar-icon sidebar-toggle (?:primary|secondary)-toggle"[^>]*>'
+                             r'\s*<span[^>]*></span>\s*</button>\n?')
 _ARTICLE = '<article class="bd-article">'
 _TITLE = re.compile(r"<title>(.*?)(?: &#8212; [^<]*)?</title>")  # the search result's title: the page's, without the site's
 _PRINT_H1 = re.compile(r'(<div id="jb-print-docs-body" class="onlyprint">\s*<h1>)')
@@ -35,7 +45,24 @@ LABELS = {
     ' title="搜索" aria-label="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>':
         ' title="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>',
     '<summary aria-label="Toggle hidden content">': "<summary>",
+    # the article header's sidebar buttons (icons only: the title is the name)
+    'title="Toggle primary sidebar"': 'title="章节目录" aria-label="章节目录" aria-haspopup="dialog"',
+    'title="Toggle secondary sidebar"': 'title="本页目录" aria-label="本页目录" aria-haspopup="dialog"',
+    'aria-label="Launch interactive content"': 'aria-label="在线运行本章"',
+    'title="Launch on Binder"': 'title="在 Binder 上运行"',
+    'title="Launch on Colab"': 'title="在 Colab 上运行"',
+    'alt="Binder logo"': 'alt="Binder 标志"',
+    'alt="Colab logo"': 'alt="Colab 标志"',
+    'title="列印成 PDF"': 'title="打印或存为 PDF"',
+    'placeholder="Search this book..."': 'placeholder="搜索本书……"',
+    'aria-label="Search this book..."': 'aria-label="搜索本书"',
+    'title="Link to this heading"': 'title="本节链接" aria-label="本节链接"',
+    'title="Link to this term"': 'title="本术语链接" aria-label="本术语链接"',
+    'title="Link to this image"': 'title="本图链接" aria-label="本图链接"',
+    '<nav class="bd-links bd-docs-nav" aria-label="Main">': '<nav class="bd-links bd-docs-nav" aria-label="章节">',
+    '<nav aria-label="Page">': '<nav aria-label="本页">',
 }
+_COPYRIGHT = re.compile(r"© Copyright (\d{4})\.")  # the footer (html_show_copyright)
 SEARCH_SCRIPT = "mha-search.js"
 # The two KaTeX fonts nearly every formula uses (letters in italic, digits and operators): asked for
 # with the stylesheets instead of after the first layout, so on a slow link they do not queue
@@ -45,7 +72,7 @@ KATEX_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 
 def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) -> str:
     """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``."""
-    text = _PRELOAD.sub("", _DROP.sub("", text))
+    text = _HIDDEN_TOGGLES.sub("", _PRELOAD.sub("", _DROP.sub("", text)))
     if not unindexed:
         title = _TITLE.search(text)
         meta = f' data-pagefind-meta="title:{title.group(1)}"' if title else ""
@@ -55,6 +82,7 @@ def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) 
         text = _PRINT_H1.sub(lambda m: m.group(1) + number.group(1), text, count=1)
     for old, new in LABELS.items():
         text = text.replace(old, new)
+    text = _COPYRIGHT.sub(r"© \1 版权所有。", text)
     if 'class="katex"' in text:
         links = "".join(f'  <link rel="preload" as="font" type="font/woff2" crossorigin href="{static}katex/fonts/{f}" />\n'
                         for f in KATEX_FONTS)

@@ -1,0 +1,174 @@
+"""A phone reader finds the way, in Chinese: the chapter list and the page contents open by tap.
+
+Same setup as tests/test_browser.py (its fixtures: the strictly built site on 127.0.0.1, every other
+request aborted; Debian chromium through playwright), on a 390 px phone with touch. On every page of
+_toc.yml:
+
+* tapping the visible chapter-list button (the article header's ☰) opens a dialog in which every
+  page of the book has a link on screen; tapping the contents button opens one with this page's
+  sections (pages with sections); the focus moves into the dialog and back to its button; Escape
+  and a tap outside close each one. (pydata-sphinx-theme 0.17 wired only the hidden pair of
+  buttons: a tap showed a tooltip and nothing else -- tools/site_html.py, tools/static/mha-site.js.)
+* every string a reader meets outside the chapter text (visible text, aria-label, title,
+  placeholder, alt), after the theme's scripts ran, is Chinese or a name (Colab, Ctrl, .ipynb);
+  the test lists any English left. Mainland usage: no 列印.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from site_pages import pages
+from test_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, network_gate, server, sync_playwright  # noqa: F401
+
+PAGES = pages()
+
+# Runs in the page with the side ("primary" / "secondary") whose dialog was just opened.
+PANEL = r"""side => {
+  const d = document.getElementById(`pst-${side}-sidebar-modal`);
+  const r = d.getBoundingClientRect();
+  const onScreen = a => { const b = a.getBoundingClientRect();
+    return b.width > 0 && b.height > 0 && b.left >= -1 && b.right <= innerWidth + 1 && getComputedStyle(a).visibility !== 'hidden'; };
+  const links = [...d.querySelectorAll('a[href]')].filter(onScreen);
+  const active = document.activeElement;
+  return {open: d.open, width: r.width, left: r.left, name: d.getAttribute('aria-label') || '',
+          hrefs: links.map(a => new URL(a.href).pathname.replace(/^\/+/, '')),
+          anchors: links.map(a => new URL(a.href).hash).filter(Boolean),
+          focus_inside: d.contains(active)};
+}"""
+STATE = r"""side => ({open: document.getElementById(`pst-${side}-sidebar-modal`).open,
+  focus: document.activeElement.matches(`.bd-header-article .${side}-toggle`)})"""
+
+# Every reader-facing string outside the article's own text, after the scripts ran.
+STRINGS = r"""() => {
+  const out = [];
+  const hidden = e => { for (let n = e; n && n !== document; n = n.parentElement) {
+    const s = getComputedStyle(n); if (s.display === 'none' || s.visibility === 'hidden') return true; } return false; };
+  const skip = 'article, script, style, code, pre, kbd, .katex, noscript, #jb-print-docs-body';
+  document.querySelectorAll('*').forEach(e => {
+    for (const a of ['aria-label', 'title', 'placeholder', 'alt', 'data-bs-title', 'data-bs-original-title']) {
+      const v = e.getAttribute(a);
+      if (v && !e.closest('article p, article li, .cell_output')) out.push([a, v.trim(), e.tagName.toLowerCase() + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : '')]);
+    }
+  });
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {acceptNode: n =>
+    (n.parentElement && !n.parentElement.closest(skip) && !hidden(n.parentElement)) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT});
+  while (walker.nextNode()) { const t = walker.currentNode.textContent.trim(); if (t) out.push(['text', t, walker.currentNode.parentElement.tagName.toLowerCase()]); }
+  return out;
+}"""
+# Names that stay as they are: products, keys, file types, the book's code names.
+NAMES = {"Colab", "Binder", "Ctrl", "K", ".ipynb", ".pdf", "PyTorch", "GitHub"}
+_CJK = re.compile(r"[\u3400-\u9fff\uff00-\uffef]")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def english(strings) -> list:
+    """The strings that hold an English word and no Chinese (names in NAMES pass)."""
+    return sorted({(kind, text) for kind, text, _ in strings
+                   if text not in NAMES and _WORD.search(text) and not _CJK.search(text)})
+
+
+@pytest.fixture(scope="module")
+def tapped(sync_playwright, server):  # noqa: F811  (fixtures from test_browser)
+    outside, current, results = [], {"page": None}, {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
+                                  locale="zh-CN", service_workers="block")
+        ctx.route("**/*", network_gate(outside, current))
+        ctx.set_default_timeout(30_000)
+        for p in PAGES:
+            current["page"] = p.name
+            page = ctx.new_page()
+            errors = []
+            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+            page.goto(f"{server}/{p.html}", wait_until="load")
+            found = {"strings": page.evaluate(STRINGS), "errors": errors}
+            for side in ("primary", "secondary"):
+                button = page.locator(f".bd-header-article .{side}-toggle")
+                if not button.count() or not button.is_visible():
+                    found[side] = None
+                    continue
+                button.tap()
+                _opens(page, side)
+                panel = page.evaluate(PANEL, side)
+                found["strings"] += page.evaluate(STRINGS)  # what the open panel says
+                page.keyboard.press("Escape")
+                panel["after_escape"] = page.evaluate(STATE, side)
+                if panel["open"]:
+                    button.tap()
+                    page.wait_for_function(f"() => document.getElementById('pst-{side}-sidebar-modal').open", timeout=3_000)
+                    # outside the panel: the primary one sits at the left, the contents at the right
+                    x = PHONE["width"] - 8 if side == "primary" else 8
+                    page.touchscreen.tap(x, PHONE["height"] // 2)
+                    page.wait_for_timeout(200)
+                    panel["after_outside_tap"] = page.evaluate(STATE, side)
+                found[side] = panel
+            results[p.name] = found
+            page.close()
+        browser.close()
+    return {"pages": results, "outside": outside}
+
+
+def _opens(page, side) -> bool:
+    try:
+        page.wait_for_function(f"() => document.getElementById('pst-{side}-sidebar-modal').open", timeout=3_000)
+        return True
+    except Exception:  # noqa: BLE001  (playwright's TimeoutError: the test reports the closed panel)
+        return False
+
+
+def test_pages_request_nothing_outside_the_site(tapped):
+    assert not tapped["outside"], tapped["outside"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_chapter_list_opens_by_tap_with_every_chapter_on_screen(tapped, page):
+    found = tapped["pages"][page.name]
+    assert not found["errors"], found["errors"]
+    panel = found["primary"]
+    assert panel is not None, f"{page.html}: no visible chapter-list button at {PHONE['width']} px"
+    assert panel["open"], f"{page.html}: tapping the chapter-list button opened nothing"
+    missing = [p.html for p in PAGES if p.html not in panel["hrefs"]]
+    assert not missing, f"{page.html}: the chapter list shows no link on screen to {missing} (on screen: {panel['hrefs']})"
+    assert panel["name"] == "章节目录" and panel["focus_inside"], panel
+    assert panel["after_escape"] == {"open": False, "focus": True}, f"Escape: {panel['after_escape']}"
+    assert panel["after_outside_tap"]["open"] is False, "a tap outside the chapter list left it open"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_contents_open_by_tap_with_this_pages_sections(tapped, page):
+    found = tapped["pages"][page.name]
+    html = (server_root() / page.html).read_text(encoding="utf-8")
+    sections = re.findall(r'<h2>.*?<a class="headerlink" href="(#[^"]+)"', html)
+    panel = found["secondary"]
+    if len(sections) < 2:
+        pytest.skip(f"{page.html} has no sections to list")
+    assert panel is not None, f"{page.html}: no visible contents button at {PHONE['width']} px"
+    assert panel["open"], f"{page.html}: tapping the contents button opened nothing"
+    missing = [s for s in sections if s not in panel["anchors"]]
+    assert not missing, f"{page.html}: the contents show no link on screen to {missing}"
+    assert panel["name"] == "本页目录" and panel["focus_inside"], panel
+    assert panel["after_escape"] == {"open": False, "focus": True}, f"Escape: {panel['after_escape']}"
+    assert panel["after_outside_tap"]["open"] is False, "a tap outside the contents left them open"
+
+
+def server_root():
+    from site_build import HTML
+
+    return HTML
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_english_theme_string_left(tapped, page):
+    left = english(tapped["pages"][page.name]["strings"])
+    assert not left, f"{page.html}: strings a reader meets in English: {left}"
+    taiwanese = [s for _, s, _ in tapped["pages"][page.name]["strings"] if "列印" in s]
+    assert not taiwanese, taiwanese
+
+
+def test_the_string_check_can_fail():
+    assert english([("title", "Toggle primary sidebar", "button"), ("text", "章节目录", "span"),
+                    ("text", "Colab", "span"), ("aria-label", "Search this book...", "input")]) == [
+        ("aria-label", "Search this book..."), ("title", "Toggle primary sidebar")]
