@@ -172,3 +172,31 @@ def test_the_string_check_can_fail():
     assert english([("title", "Toggle primary sidebar", "button"), ("text", "章节目录", "span"),
                     ("text", "Colab", "span"), ("aria-label", "Search this book...", "input")]) == [
         ("aria-label", "Search this book..."), ("title", "Toggle primary sidebar")]
+
+
+# Where the search field's text starts against its magnifier, on search.html and in the search dialog.
+ICON = r"""() => [...document.querySelectorAll('form.bd-search')].filter(f => f.getBoundingClientRect().width > 0).map(f => {
+  const icon = f.querySelector('.fa-magnifying-glass').getBoundingClientRect();
+  const input = f.querySelector('input'), box = input.getBoundingClientRect();
+  return {icon_right: icon.right, text_left: box.left + parseFloat(getComputedStyle(input).paddingLeft),
+          placeholder: input.placeholder, label: input.getAttribute('aria-label')};
+})"""
+
+
+def test_search_icon_leaves_the_query_clear(sync_playwright, server):  # noqa: F811
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True, locale="zh-CN")
+        ctx.route("**/*", network_gate([], {"page": "search"}))
+        page = ctx.new_page()
+        page.goto(f"{server}/search.html?q=%E6%A0%B9%E5%8F%B7", wait_until="load")
+        fields = page.evaluate(ICON)
+        page.goto(f"{server}/book/04_split_heads.html", wait_until="load")
+        page.locator(".bd-header-article .search-button").tap()
+        page.wait_for_function("() => document.getElementById('pst-search-dialog').open", timeout=3_000)
+        fields += page.evaluate(ICON)
+        browser.close()
+    assert len(fields) >= 2, fields
+    covered = [f for f in fields if f["icon_right"] > f["text_left"]]
+    assert not covered, f"the magnifier covers the start of the query: {covered}"
+    assert all(f["placeholder"] == "搜索本书……" for f in fields), fields
