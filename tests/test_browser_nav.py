@@ -200,3 +200,82 @@ def test_search_icon_leaves_the_query_clear(sync_playwright, server):  # noqa: F
     covered = [f for f in fields if f["icon_right"] > f["text_left"]]
     assert not covered, f"the magnifier covers the start of the query: {covered}"
     assert all(f["placeholder"] == "搜索本书……" for f in fields), fields
+
+
+# ---------------------------------------------------------------- without Colab; on paper
+
+LOCAL_RUN = r"""() => { const box = document.querySelector('.dropdown-launch-buttons .mha-local-run');
+  if (!box) return null;
+  const r = box.getBoundingClientRect(), a = box.querySelector('a[download]');
+  return {shown: r.width > 0 && r.height > 0, left: r.left, right: r.right, text: box.textContent,
+          href: a ? new URL(a.href).pathname : null, name: a ? a.textContent : ''}; }"""
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.is_notebook][:1] + [p for p in PAGES if p.name == "13_trained_heads"],
+                         ids=lambda p: p.name)
+def test_launch_menu_tells_a_reader_without_colab_how_to_run_the_chapter(sync_playwright, server, page):  # noqa: F811
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True, locale="zh-CN")
+        ctx.route("**/*", network_gate([], {"page": page.name}))
+        tab = ctx.new_page()
+        tab.goto(f"{server}/{page.html}", wait_until="load")
+        tab.locator(".dropdown-launch-buttons > button").tap()
+        tab.wait_for_timeout(300)
+        found = tab.evaluate(LOCAL_RUN)
+        download = tab.request.get(f"{server}{found['href']}") if found and found["href"] else None
+        ipynb = download.body()[:20000] if download and download.ok else b""
+        browser.close()
+    assert found, f"{page.html}: the launch menu has no note for readers without Colab"
+    assert found["shown"] and found["left"] >= 0 and found["right"] <= PHONE["width"], found
+    assert found["href"].endswith(f"{page.name}.ipynb") and b'"cells"' in ipynb, found
+    assert "pip install" in found["text"] and "make lab" in found["text"] and "jupyter lab" in found["text"], found["text"]
+
+
+# Code lines that the printed page breaks between two letters, digits or underscores (inside a
+# name such as shape/s), and controls that print although they do nothing on paper.
+PRINTED = r"""() => {
+  const shown = e => { const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return r.width > 0 && r.height > 0 && s.visibility !== 'hidden'; };
+  const controls = [...document.querySelectorAll('article button, article input, article select, article summary, .vega-bindings, .mha-np-form')]
+    .filter(shown).map(e => e.tagName.toLowerCase() + '.' + [...e.classList].join('.') + ' ' + (e.textContent || e.value || '').trim().slice(0, 30));
+  const broken = [], range = document.createRange();
+  let pres = 0;
+  for (const pre of document.querySelectorAll('article pre')) {
+    if (!shown(pre)) continue;
+    pres++;
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    let prev = null, line = '';
+    while (walker.nextNode()) {
+      const n = walker.currentNode, t = n.textContent;
+      for (let i = 0; i < t.length; i++) {
+        if (t[i] === '\n') { prev = null; line = ''; continue; }
+        range.setStart(n, i); range.setEnd(n, i + 1);
+        const r = range.getClientRects()[0];
+        if (!r) continue;
+        if (prev && r.top > prev.top + 2 && /\w/.test(prev.ch) && /\w/.test(t[i])) broken.push(line.slice(-30) + '|' + t.slice(i, i + 10));
+        prev = {top: r.top, ch: t[i]};
+        line += t[i];
+      }
+    }
+  }
+  return {controls, broken, pres};
+}"""
+
+
+@pytest.mark.parametrize("name", ["04_split_heads", "13_trained_heads"])
+def test_print_wraps_code_between_words_and_leaves_dead_controls_out(sync_playwright, server, name):  # noqa: F811
+    page = next(p for p in PAGES if p.name == name)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = browser.new_context(viewport={"width": 520, "height": 900}, locale="zh-CN")  # a narrow handout column
+        ctx.route("**/*", network_gate([], {"page": name}))
+        tab = ctx.new_page()
+        tab.goto(f"{server}/{page.html}", wait_until="load")
+        tab.wait_for_timeout(500)
+        tab.emulate_media(media="print")
+        found = tab.evaluate(PRINTED)
+        browser.close()
+    assert found["pres"] >= 3, found
+    assert not found["broken"], f"{page.html} printed: code lines broken inside a name: {found['broken'][:8]}"
+    assert not found["controls"], f"{page.html} printed: controls on paper: {found['controls'][:8]}"

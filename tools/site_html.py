@@ -10,6 +10,11 @@ Each edit is small and checked by tests/test_site.py on the built site:
 - search.html loads ``mha-search.js`` (Pagefind's results for ``?q=``);
 - pages with formulas preload KaTeX's two main fonts;
 - the printed title (``#jb-print-docs-body h1``) keeps the chapter number of the article's h1;
+- the launch menu (Binder, Colab) of a chapter ends with a few lines for readers who reach neither
+  (Colab and Binder are often unreachable from mainland China): download this chapter's ``.ipynb``,
+  ``pip install`` the course package and JupyterLab, or the repository's ``make lab``
+  (:func:`local_run_note`; the install line is the one the Colab setup cell runs, from
+  ``tools/setup_cell.py``);
 - Chinese (mainland usage) for every label the themes leave in English or in Taiwanese usage
   (``LABELS``: the colour-mode switch, the sidebar buttons, the launch menu, the search box, heading
   links, 列印 -> 打印), so the accessible name matches what the page says; sphinx-togglebutton's
@@ -62,6 +67,25 @@ LABELS = {
     '<nav class="bd-links bd-docs-nav" aria-label="Main">': '<nav class="bd-links bd-docs-nav" aria-label="章节">',
     '<nav aria-label="Page">': '<nav aria-label="本页">',
 }
+# the end of the launch menu, and the chapter's own .ipynb in the download menu
+_LAUNCH_END = re.compile(r'(<div class="dropdown dropdown-launch-buttons">.*?)(\s*</ul>)', re.S)
+_IPYNB = re.compile(r'href="([^"]*_sources/[^"]*\.ipynb)"')
+
+
+def local_run_note(ipynb_href: str, repo_url: str, branch: str, dist: str = "mha-course") -> str:
+    """The launch menu's last item: how to run this chapter without Colab or Binder, in a few lines."""
+    from html import escape
+
+    name = escape(ipynb_href.rsplit("/", 1)[-1])
+    clone = escape(repo_url.rstrip("/"))
+    return (
+        '\n      <li class="mha-local-run"><p><strong>Colab 和 Binder 都打不开？</strong>在自己的电脑上运行本章：</p><ol>'
+        f'<li><a href="{escape(ipynb_href)}" download>下载本章的 {name}</a></li>'
+        f'<li>安装课程包和 JupyterLab：<code>pip install "{dist} @ git+{clone}@{escape(branch)}" jupyterlab</code></li>'
+        f'<li>打开它：<code>jupyter lab {name}</code></li></ol>'
+        f'<p>或者 <code>git clone {clone}</code>，在仓库里运行 <code>make lab</code>：版本锁定的环境，各章都在。</p></li>')
+
+
 _COPYRIGHT = re.compile(r"© Copyright (\d{4})\.")  # the footer (html_show_copyright)
 SEARCH_SCRIPT = "mha-search.js"
 # The two KaTeX fonts nearly every formula uses (letters in italic, digits and operators): asked for
@@ -70,8 +94,9 @@ SEARCH_SCRIPT = "mha-search.js"
 KATEX_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 
 
-def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) -> str:
-    """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``."""
+def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False, repository: tuple = ()) -> str:
+    """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``;
+    ``repository``: (url, branch) for the local-run note of the launch menu (none without it)."""
     text = _HIDDEN_TOGGLES.sub("", _PRELOAD.sub("", _DROP.sub("", text)))
     if not unindexed:
         title = _TITLE.search(text)
@@ -83,6 +108,10 @@ def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) 
     for old, new in LABELS.items():
         text = text.replace(old, new)
     text = _COPYRIGHT.sub(r"© \1 版权所有。", text)
+    ipynb = _IPYNB.search(text)
+    if repository and ipynb and "mha-local-run" not in text:
+        note = local_run_note(ipynb.group(1), *repository)
+        text = _LAUNCH_END.sub(lambda m: m.group(1) + note + m.group(2), text, count=1)
     if 'class="katex"' in text:
         links = "".join(f'  <link rel="preload" as="font" type="font/woff2" crossorigin href="{static}katex/fonts/{f}" />\n'
                         for f in KATEX_FONTS)
@@ -111,8 +140,8 @@ def edit_static(static: pathlib.Path) -> None:
                         encoding="utf-8")
 
 
-def edit_site(outdir: pathlib.Path) -> int:
-    """Edit every page of the built site; return how many."""
+def edit_site(outdir: pathlib.Path, repository: tuple = ()) -> int:
+    """Edit every page of the built site; return how many. ``repository``: (url, branch), see edit_page."""
     count = 0
     for path in outdir.rglob("*.html"):
         rel = path.relative_to(outdir)
@@ -120,7 +149,8 @@ def edit_site(outdir: pathlib.Path) -> int:
             continue
         static = "../" * (len(rel.parts) - 1) + "_static/"
         text = path.read_text(encoding="utf-8")
-        new = edit_page(text, static, rel.as_posix() == "search.html", rel.as_posix() in ("search.html", "genindex.html"))
+        new = edit_page(text, static, rel.as_posix() == "search.html", rel.as_posix() in ("search.html", "genindex.html"),
+                        repository)
         if new != text:
             path.write_text(new, encoding="utf-8")
         count += 1
