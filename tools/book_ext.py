@@ -39,6 +39,7 @@ import pathlib
 
 import fetch_assets
 import numerals_playground
+import setup_cell
 import site_html
 import site_math
 import site_search
@@ -99,7 +100,7 @@ def _on_build_finished(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     outdir = pathlib.Path(app.outdir)
-    site_html.edit_site(outdir)
+    site_html.edit_site(outdir, setup_cell.read_repository())
     site_search.build_index(outdir)
 
 

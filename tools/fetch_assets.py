@@ -16,7 +16,10 @@ registry ``integrity`` hash, which ``npm ci`` verifies), installed into ``node_m
 - ``axe-core`` (dev): the accessibility checks of the browser tests.
 
 The files the pages load (table :data:`SERVED`) are copied into ``_vendor/`` (git-ignored)
-and Sphinx copies that folder into ``_build/html/_static/`` (``html_static_path``).
+and Sphinx copies that folder into ``_build/html/_static/`` (``html_static_path``). The 14 MB
+WebAssembly runtime is also stored gzip-compressed (:data:`PRECOMPRESSED`, 3.7 MB): the playground
+fetches that copy and inflates it in the page (``DecompressionStream``), so its download is small
+on any host, whether or not the host compresses ``application/wasm``.
 
 To add a package: ``npm install --save-exact NAME@VERSION`` (updates both files), and if
 the pages load some of its files, one ``Served(...)`` row below.
@@ -75,8 +78,17 @@ KATEX_CSS = "katex/katex.min.css"
 # What chapter 13's playground loads when the reader starts it (relative to _static/).
 ORT_SCRIPT = "onnxruntime-web/ort.wasm.min.js"
 ORT_WASM = "onnxruntime-web/ort-wasm-simd-threaded.wasm"
+# Served a second time as FILE.gz (gzip -9, no timestamp: the same bytes at every build).
+PRECOMPRESSED = (ORT_WASM,)
 # Every file some page loads: the vendor folder is complete when all of them are there.
-PAGE_FILES = (KATEX_CSS, *VEGA_SCRIPTS, ORT_SCRIPT, ORT_WASM)
+PAGE_FILES = (KATEX_CSS, *VEGA_SCRIPTS, ORT_SCRIPT, ORT_WASM, *(f + ".gz" for f in PRECOMPRESSED))
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed, deterministically (level 9, mtime 0)."""
+    import gzip
+
+    return gzip.compress(data, compresslevel=9, mtime=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +156,8 @@ def npm_ci(node_modules: pathlib.Path = NODE_MODULES, quiet: bool = False) -> pa
 
 
 def _stamp_text() -> str:
-    return json.dumps({"lock": _lock_digest(), "served": [dataclasses.asdict(s) for s in SERVED]}, sort_keys=True)
+    return json.dumps({"lock": _lock_digest(), "served": [dataclasses.asdict(s) for s in SERVED],
+                       "precompressed": PRECOMPRESSED}, sort_keys=True)
 
 
 def _complete(vendor: pathlib.Path) -> bool:
@@ -168,6 +181,8 @@ def copy_served(node_modules: pathlib.Path, vendor: pathlib.Path) -> None:
         # (onnxruntime-web ships no LICENSE file: its package.json, which names the MIT licence, instead)
         licence = package / "LICENSE" if (package / "LICENSE").is_file() else package / "package.json"
         shutil.copy2(licence, staging / s.dest / licence.name)
+    for name in PRECOMPRESSED:
+        (staging / (name + ".gz")).write_bytes(gzip_bytes((staging / name).read_bytes()))
     (staging / ".stamp").write_text(_stamp_text(), encoding="utf-8")
     shutil.rmtree(vendor, ignore_errors=True)
     staging.rename(vendor)

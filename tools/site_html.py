@@ -10,9 +10,21 @@ Each edit is small and checked by tests/site/test_site.py on the built site:
 - search.html loads ``mha-search.js`` (Pagefind's results for ``?q=``);
 - pages with formulas preload KaTeX's two main fonts;
 - the printed title (``#jb-print-docs-body h1``) keeps the chapter number of the article's h1;
-- Chinese names for the two theme labels it leaves in English (the colour-mode switch), so the
-  accessible name matches what the page says; sphinx-togglebutton's buttons are named by
-  their visible hint (点击显示) instead of "Toggle hidden content".
+- the launch menu (Binder, Colab) of a chapter ends with a few lines for readers who reach neither
+  (Colab and Binder are often unreachable from mainland China): download this chapter's ``.ipynb``,
+  ``pip install`` the course package and JupyterLab, or the repository's ``make lab``
+  (:func:`local_run_note`; the install line is the one the Colab setup cell runs, from
+  ``tools/setup_cell.py``);
+- Chinese (mainland usage) for every label the themes leave in English or in Taiwanese usage
+  (``LABELS``: the colour-mode switch, the sidebar buttons, the launch menu, the search box, heading
+  links, 列印 -> 打印), so the accessible name matches what the page says; sphinx-togglebutton's
+  buttons are named by their visible hint (点击显示) instead of "Toggle hidden content";
+- the phone's chapter list and page contents open: pydata-sphinx-theme 0.17 wires only the first
+  ``.primary-toggle`` / ``.secondary-toggle`` of a page (its issue #2451), which is its own header's
+  pair that sphinx-book-theme always hides (``.bd-header button.sidebar-toggle {display: none}``);
+  dropping that hidden pair leaves the visible buttons of the article header first, so the theme's
+  own code opens its dialogs from them (``tools/static/mha-site.js`` names the dialogs and moves the
+  focus).
 """
 from __future__ import annotations
 
@@ -23,6 +35,9 @@ DROPPED_SCRIPTS = ("fontawesome.js", "searchtools.js", "language_data.js", "sear
 _DROP = re.compile(r'[ \t]*<script[^>]*\bsrc="[^"]*?(?:%s)[^"]*"[^>]*>\s*</script>\n?'
                    % "|".join(re.escape(s) for s in DROPPED_SCRIPTS))
 _PRELOAD = re.compile(r'[ \t]*<link rel="preload" as="script" href="[^"]*fontawesome[^"]*"\s*/>\n?')
+# the hidden pair of sidebar buttons in the theme's own header (see the module docstring)
+_HIDDEN_TOGGLES = re.compile(r'[ \t]*<button class="pst-navbar-icon sidebar-toggle (?:primary|secondary)-toggle"[^>]*>'
+                             r'\s*<span[^>]*></span>\s*</button>\n?')
 _ARTICLE = '<article class="bd-article">'
 _TITLE = re.compile(r"<title>(.*?)(?: &#8212; [^<]*)?</title>")  # the search result's title: the page's, without the site's
 _PRINT_H1 = re.compile(r'(<div id="jb-print-docs-body" class="onlyprint">\s*<h1>)')
@@ -35,7 +50,43 @@ LABELS = {
     ' title="搜索" aria-label="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>':
         ' title="搜索" data-bs-placement="bottom" data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>',
     '<summary aria-label="Toggle hidden content">': "<summary>",
+    # the article header's sidebar buttons (icons only: the title is the name)
+    'title="Toggle primary sidebar"': 'title="章节目录" aria-label="章节目录" aria-haspopup="dialog"',
+    'title="Toggle secondary sidebar"': 'title="本页目录" aria-label="本页目录" aria-haspopup="dialog"',
+    'aria-label="Launch interactive content"': 'aria-label="在线运行本章"',
+    'title="Launch on Binder"': 'title="在 Binder 上运行"',
+    'title="Launch on Colab"': 'title="在 Colab 上运行"',
+    'alt="Binder logo"': 'alt="Binder 标志"',
+    'alt="Colab logo"': 'alt="Colab 标志"',
+    'title="列印成 PDF"': 'title="打印或存为 PDF"',
+    'placeholder="Search this book..."': 'placeholder="搜索本书……"',
+    'aria-label="Search this book..."': 'aria-label="搜索本书"',
+    'title="Link to this heading"': 'title="本节链接" aria-label="本节链接"',
+    'title="Link to this term"': 'title="本术语链接" aria-label="本术语链接"',
+    'title="Link to this image"': 'title="本图链接" aria-label="本图链接"',
+    '<nav class="bd-links bd-docs-nav" aria-label="Main">': '<nav class="bd-links bd-docs-nav" aria-label="章节">',
+    '<nav aria-label="Page">': '<nav aria-label="本页">',
 }
+# the end of the launch menu, and the chapter's own .ipynb in the download menu
+_LAUNCH_END = re.compile(r'(<div class="dropdown dropdown-launch-buttons">.*?)(\s*</ul>)', re.S)
+_IPYNB = re.compile(r'href="([^"]*_sources/[^"]*\.ipynb)"')
+
+
+def local_run_note(ipynb_href: str, repo_url: str, branch: str, dist: str = "mha-course") -> str:
+    """The launch menu's last item: how to run this chapter without Colab or Binder, in a few lines."""
+    from html import escape
+
+    name = escape(ipynb_href.rsplit("/", 1)[-1])
+    clone = escape(repo_url.rstrip("/"))
+    return (
+        '\n      <li class="mha-local-run"><p><strong>Colab 和 Binder 都打不开？</strong>在自己的电脑上运行本章：</p><ol>'
+        f'<li><a href="{escape(ipynb_href)}" download>下载本章的 {name}</a></li>'
+        f'<li>安装课程包和 JupyterLab：<code>pip install "{dist} @ git+{clone}@{escape(branch)}" jupyterlab</code></li>'
+        f'<li>打开它：<code>jupyter lab {name}</code></li></ol>'
+        f'<p>或者 <code>git clone {clone}</code>，在仓库里运行 <code>make lab</code>：版本锁定的环境，各章都在。</p></li>')
+
+
+_COPYRIGHT = re.compile(r"© Copyright (\d{4})\.")  # the footer (html_show_copyright)
 SEARCH_SCRIPT = "mha-search.js"
 # The two KaTeX fonts nearly every formula uses (letters in italic, digits and operators): asked for
 # with the stylesheets instead of after the first layout, so on a slow link they do not queue
@@ -43,9 +94,10 @@ SEARCH_SCRIPT = "mha-search.js"
 KATEX_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 
 
-def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) -> str:
-    """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``."""
-    text = _PRELOAD.sub("", _DROP.sub("", text))
+def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False, repository: tuple = ()) -> str:
+    """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``;
+    ``repository``: (url, branch) for the local-run note of the launch menu (none without it)."""
+    text = _HIDDEN_TOGGLES.sub("", _PRELOAD.sub("", _DROP.sub("", text)))
     if not unindexed:
         title = _TITLE.search(text)
         meta = f' data-pagefind-meta="title:{title.group(1)}"' if title else ""
@@ -55,6 +107,11 @@ def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False) 
         text = _PRINT_H1.sub(lambda m: m.group(1) + number.group(1), text, count=1)
     for old, new in LABELS.items():
         text = text.replace(old, new)
+    text = _COPYRIGHT.sub(r"© \1 版权所有。", text)
+    ipynb = _IPYNB.search(text)
+    if repository and ipynb and "mha-local-run" not in text:
+        note = local_run_note(ipynb.group(1), *repository)
+        text = _LAUNCH_END.sub(lambda m: m.group(1) + note + m.group(2), text, count=1)
     if 'class="katex"' in text:
         links = "".join(f'  <link rel="preload" as="font" type="font/woff2" crossorigin href="{static}katex/fonts/{f}" />\n'
                         for f in KATEX_FONTS)
@@ -83,8 +140,8 @@ def edit_static(static: pathlib.Path) -> None:
                         encoding="utf-8")
 
 
-def edit_site(outdir: pathlib.Path) -> int:
-    """Edit every page of the built site; return how many."""
+def edit_site(outdir: pathlib.Path, repository: tuple = ()) -> int:
+    """Edit every page of the built site; return how many. ``repository``: (url, branch), see edit_page."""
     count = 0
     for path in outdir.rglob("*.html"):
         rel = path.relative_to(outdir)
@@ -92,7 +149,8 @@ def edit_site(outdir: pathlib.Path) -> int:
             continue
         static = "../" * (len(rel.parts) - 1) + "_static/"
         text = path.read_text(encoding="utf-8")
-        new = edit_page(text, static, rel.as_posix() == "search.html", rel.as_posix() in ("search.html", "genindex.html"))
+        new = edit_page(text, static, rel.as_posix() == "search.html", rel.as_posix() in ("search.html", "genindex.html"),
+                        repository)
         if new != text:
             path.write_text(new, encoding="utf-8")
         count += 1

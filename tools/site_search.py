@@ -8,7 +8,10 @@ not every page. ``tools/static/mha-search.js`` shows the results on ``search.htm
 
 What is indexed: the article of each page (``data-pagefind-body``, added by
 ``tools/site_html.py``), without formulas (KaTeX's HTML+MathML would show up as glyph soup
-or TeX in snippets), cell outputs (numbers, tables, self-checks) and heading anchors.
+or TeX in snippets), code (cell sources and code blocks: a snippet of ``plt.show()`` tells a
+learner nothing; names in the prose, ``nn.MultiheadAttention``, stay findable), cell outputs
+(numbers, tables, self-checks) and heading anchors. What learners type that the book does not
+write (根号, "multi head attention") is rewritten in the browser: ``tools/static/mha-search.js``.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import subprocess
 
 import fetch_assets
 
-EXCLUDE = (".katex", ".cell_output", ".headerlink", "script", "style")
+EXCLUDE = (".katex", ".cell_output", ".cell_input", "div.highlight", "summary", ".headerlink", "script", "style")
 BUNDLE = "pagefind"  # the index and its JavaScript, under _build/html/
 
 

@@ -44,6 +44,13 @@ SEARCHES = {
     "多头注意力": "book/01_what_is_mha", "因果掩码": "book/10_masks", "填充掩码": "book/10_masks",
     "分头": "book/04_split_heads", "拼接": "book/06_concat", "KV 缓存": "book/12_production",
     "交叉 注意力": "book/10_masks",
+    # what learners type that the book does not write (tools/static/mha-search.js rewrites it)
+    "为什么除以根号": "book/05_parallel_attention", "根号 d_k": "book/05_parallel_attention",
+    "multi head attention": "book/01_what_is_mha", "Multi-Head Attention": "book/01_what_is_mha",
+    "英文 query key value": "book/02_qkv_sources", "QKV 是什么": "book/02_qkv_sources",
+    "self attention": "book/10_masks", "scaled dot product attention": "book/05_parallel_attention",
+    "positional encoding": "book/02_qkv_sources", "causal mask": "book/10_masks", "怎么分头": "book/04_split_heads",
+    "concat 是什么意思": "book/06_concat",
 }
 # First-visit weight (uncompressed bytes, cache off): a page with an interactive figure carries vega.
 MAX_BYTES = 1.5e6
@@ -317,6 +324,16 @@ def test_search_snippets_show_no_raw_tex(browsed):
     raw = [(q, r["snippet"]) for q, s in browsed["searches"].items() if not q.startswith("axe:")
            for r in s["results"] if TEX.search(r["snippet"])]
     assert not raw, f"search snippets with TeX source: {raw[:3]}"
+
+
+# code in a snippet: a call, an assignment, a cell's fold hint (the index holds prose only: tools/site_search.py)
+CODE = re.compile(r"\b(?:plt|torch|np|mha)\.\w+\(|\w+ = \w+[.(]|点击(?:显示|隐藏)代码")
+
+
+def test_search_snippets_are_prose(browsed):
+    code = [(q, r["snippet"]) for q, s in browsed["searches"].items() if not q.startswith("axe:")
+            for r in s["results"][:3] if CODE.search(r["snippet"])]
+    assert not code, f"search snippets showing code: {code[:3]}"
 
 
 def _is_figure_page(page) -> bool:

@@ -13,6 +13,10 @@ opened at the phone viewport (390 px, as tests/browser/test_browser.py's phone p
 * the text of the interactive figures (vega's SVG, drawn in the page) is measured from the DOM: its
   computed font size times the SVG's scale on screen (``getScreenCTM``).
 
+* every PNG is sharp on a phone's 2-3x screen: at least ``MIN_PX_PER_CSS_PX`` (1.8) image pixels per
+  CSS pixel it is shown at (``naturalWidth / rendered width``; the chapters store 2x PNGs whose
+  output metadata keeps the 1x display width, mha.course.pictures.png_text).
+
 The image bytes are the ones the site serves (fetched from the page's own URLs), read with Pillow.
 Folded outputs are opened first, so a figure is measured at the width a reader sees when opening it.
 The minimum per page goes to _build/screenshots/figure_text.json (and is printed).
@@ -38,6 +42,7 @@ from mha.course.pictures.style import MIN_TEXT_PX
 
 PAGES = pages()
 REPORT = SHOTS / "figure_text.json"
+MIN_PX_PER_CSS_PX = 1.8  # image px per CSS px of a PNG on the 390 px phone
 SVG_ATTRIBUTE = re.compile(rb'<svg\b[^>]*\bdata-mha-smallest-text-px="([^"]+)"')
 
 # Runs in the page: open folded outputs, load every image, then what each image and each SVG text shows.
@@ -91,6 +96,10 @@ def measure(page, url: str, cells: dict | None = None) -> dict:
         data = page.context.request.get(urljoin(url, img["url"])).body()
         img["cell"] = (cells or {}).get(hashlib.sha256(data).hexdigest())
         img["smallest"] = image_text_px(data)
+        img["png"] = data[:8] == b"\x89PNG\r\n\x1a\n"
+        img["bytes"] = len(data)
+        if img["rendered"]:
+            img["px_per_css_px"] = round(img["natural"] / img["rendered"], 2)
         if img["smallest"] not in (None, NO_TEXT) and img["natural"]:
             img["css_px"] = round(float(img["smallest"]) * img["rendered"] / img["natural"], 2)
     return found
@@ -116,6 +125,15 @@ def problems(name: str, found: dict) -> list:
             bad.append(f"{name}: {t['figure']!r}, text {t['text']!r} is {t['px']:.1f} CSS px "
                        f"(want >= {MIN_TEXT_PX})")
     return bad
+
+
+def soft(name: str, found: dict) -> list:
+    """Every PNG shown with fewer than MIN_PX_PER_CSS_PX image px per CSS px."""
+    return [f"{name}: image {i['index']} ({'cell ' + i['cell'] + ', ' if i.get('cell') else ''}"
+            f"{i['src'].rsplit('/', 1)[-1]}): {i['natural']} px shown {i['rendered']:.0f} CSS px wide = "
+            f"{i['px_per_css_px']:.2f} px per CSS px (want >= {MIN_PX_PER_CSS_PX}; re-execute the chapter)"
+            for i in found["images"] if i["png"] and i.get("px_per_css_px") is not None
+            and i["px_per_css_px"] < MIN_PX_PER_CSS_PX]
 
 
 def smallest(found: dict):
@@ -144,7 +162,10 @@ def measured(sync_playwright, server):  # noqa: F811  (fixtures from test_browse
             page.close()
         browser.close()
     summary = {name: {"min_css_px": smallest(f), "images": len(f["images"]), "svg_texts": len(f["texts"]),
-                      "below": problems(name, f)} for name, f in results.items()}
+                      "below": problems(name, f), "soft": soft(name, f),
+                      "min_px_per_css_px": min((i["px_per_css_px"] for i in f["images"] if i["png"] and i.get("px_per_css_px")),
+                                               default=None),
+                      "png_bytes": sum(i["bytes"] for i in f["images"] if i["png"])} for name, f in results.items()}
     SHOTS.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps({"phone": PHONE, "min_text_px": MIN_TEXT_PX, "summary": summary, "pages": results,
                                   "outside": outside}, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -168,6 +189,12 @@ def test_the_book_shows_measured_figures(measured):
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_figure_text_is_at_least_9_css_px_on_a_phone(measured, page):
     bad = problems(page.name, measured["pages"][page.name])
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_png_has_at_least_1_8_image_px_per_css_px_on_a_phone(measured, page):
+    bad = soft(page.name, measured["pages"][page.name])
     assert not bad, "\n".join(bad)
 
 
@@ -211,3 +238,5 @@ def test_the_measure_flags_small_scaled_text_and_images_that_do_not_say(sync_pla
     assert "image 2 (plain.png" in bad[1] and KEY in bad[1]
     assert "'tiny'" in bad[2] and "6.0 CSS px" in bad[2]  # 12 px in an SVG drawn at half its viewBox
     assert smallest(found) == 6.0 and not outside
+    # sharpness: 1000 px shown 300 wide is 3.33 px per CSS px; the two 200 px PNGs at natural size are 1.0
+    assert [b.split(":")[1].split("(")[1].split(")")[0] for b in soft("bad", found)] == ["plain.png", "fine.png"]

@@ -4,15 +4,20 @@ Reuses tests/browser/test_browser.py's server (the strictly built site on 127.0.
 setup (Debian chromium through playwright, every non-loopback request aborted and recorded).
 On chapter 13 (tools/static/numerals-playground.js):
 
-* before the reader starts it, nothing of the runtime or the model is loaded; typing starts it,
-  a progress line shows the download, and the bytes it adds are what the chapter says;
+* before the reader starts it, nothing of the runtime or the model is loaded; typing only shows a
+  hint; the button names the download's size and starts it, a progress line shows the download
+  (never more received than its total, ending at the total), and the bytes it adds are what the
+  button and the chapter say;
+* on a compressing host (Content-Encoding: gzip), with and without DecompressionStream, the progress
+  is as right (the page counts decoded bytes against the build's sizes, not Content-Length);
 * numerals typed into the box (the label names 中文数字) get, in the aria-live region, the
   answers ``python -m mha.course.numerals`` gives;
 * the page's logits and attention weights (every layer and head of the three kinds) are
   PyTorch's for the same tokens (max abs difference printed, <= 1e-4);
 * another input, another attention kind or another decoding step changes the attention views;
   the views have text alternatives (the top key per query) and work with the keyboard;
-* input outside the model's vocabulary gets a Chinese reason, and no console error;
+* input outside the model's vocabulary gets a Chinese reason, no console error, and the previous
+  number's steps and attention maps are gone;
 * at phone width (390 px) the page does not scroll sideways with the views drawn.
 
 Screenshots go to _build/screenshots/playground/, with report.json (bytes, differences).
@@ -54,6 +59,20 @@ WRITINGS = {"两千零二十六": 2026, "二千零二十六": 2026, "两百": 20
             "一万零一十": 10010, "一百一": 110, "三万五": 35000, "两千五": 2500, "贰仟零贰拾陆": 2026,
             "壹萬": 10000, "玖仟玖佰玖拾玖萬零玖": 99990009}
 RUNTIME = ("onnxruntime-web/", "numerals/")  # what must not load before the reader starts
+BUTTON = f"{ROOT_SEL} .mha-np-form button"
+# Every progress line the page writes ("正在下载运行库和模型：1.2 MB / 4.2 MB"), kept in the page.
+WATCH_PROGRESS = f"""() => {{ window.mhaProgress = []; const s = document.querySelector('{ROOT_SEL} .mha-np-status');
+  new MutationObserver(() => window.mhaProgress.push(s.textContent)).observe(s, {{childList: true, characterData: true, subtree: true}}); }}"""
+PROGRESS = re.compile(r"([\d.]+) MB / ([\d.]+) MB")
+
+
+def progress_pairs(lines) -> list:
+    """(received MB, total MB) of each progress line."""
+    return [(float(m.group(1)), float(m.group(2))) for m in map(PROGRESS.search, lines) if m]
+
+
+def _button_megabytes(text: str) -> float:
+    return float(re.search(r"约 ([\d.]+) MB", text).group(1))
 
 
 def _cli(lines) -> list:
@@ -99,13 +118,20 @@ def playground(sync_playwright, server):
         out["idle_status"] = page.locator(f"{ROOT_SEL} .mha-np-status[role=status]").inner_text()
         out["label"] = page.locator(f"{ROOT_SEL} label").first.inner_text()
 
+        out["button"] = page.locator(BUTTON).inner_text()
         box = page.get_by_role("textbox", name=re.compile("中文数字"))
-        box.press_sequentially("两")  # the first keystroke starts the download
+        box.press_sequentially("两")  # typing first: a hint, no download
+        page.wait_for_timeout(500)
+        out["typed_state"] = page.evaluate(STATE)
+        out["typed_status"] = page.locator(f"{ROOT_SEL} .mha-np-status[role=status]").inner_text()
+        out["typed_loaded"] = list(loaded)
+        page.evaluate(WATCH_PROGRESS)
+        page.locator(BUTTON).click()  # the button starts it, and then reads the box
         page.wait_for_function(STATE + " !== 'idle'")
         out["started_state"] = page.evaluate(STATE)
-        out["loading_status"] = page.locator(f"{ROOT_SEL} .mha-np-status[role=status]").inner_text()
         page.wait_for_function(f"t => document.querySelector('{ANSWER}').dataset.input === t", arg="两",
                                timeout=60_000)
+        out["progress"] = page.evaluate("() => window.mhaProgress")
         out["after"] = list(loaded)
 
         words = [to_chinese(n) for n in NUMBERS] + list(WRITINGS)
@@ -136,7 +162,11 @@ def playground(sync_playwright, server):
                                            ".map(f => [f.tabIndex, f.getAttribute('aria-label')])")
         out["views"] = views
 
-        out["invalid"] = {t: typed(page, t) for t in ("两千x", "2026", "零" * 20)}
+        out["invalid"] = {}
+        for t in ("两千x", "2026", "零" * 20):
+            out["invalid"][t] = typed(page, t)
+            out.setdefault("left_after_invalid", []).append(page.evaluate(
+                f"() => document.querySelectorAll('{ROOT_SEL} .mha-np-step, {ROOT_SEL} .mha-np-map').length"))
         out["after_invalid_state"] = page.evaluate(STATE)
         out["recovered"] = typed(page, "十二")
 
@@ -157,18 +187,35 @@ def playground(sync_playwright, server):
 def test_nothing_of_the_runtime_loads_before_the_reader_starts(playground):
     early = [path for path, _ in playground["before"] if any(r in path for r in RUNTIME)]
     assert not early, f"loaded before the reader started the model: {early}"
-    assert "启动模型" in playground["idle_status"]
+    assert "启动模型" in playground["idle_status"] and "MB" in playground["idle_status"]
+    assert "启动模型" in playground["button"] and "MB" in playground["button"], playground["button"]
 
 
-def test_typing_starts_the_download_with_progress_and_the_chapter_says_how_big(playground):
+def test_typing_first_shows_a_hint_and_downloads_nothing(playground):
+    assert playground["typed_state"] == "idle", playground["typed_state"]
+    assert "先按" in playground["typed_status"] and "MB" in playground["typed_status"], playground["typed_status"]
+    early = [path for path, _ in playground["typed_loaded"] if any(r in path for r in RUNTIME)]
+    assert not early, f"typing loaded: {early}"
+
+
+def test_the_button_names_the_size_starts_the_download_and_the_chapter_agrees(playground):
     assert playground["started_state"] in ("loading", "ready", "running", "done"), playground["started_state"]
-    assert "下载" in playground["loading_status"] or playground["started_state"] != "loading"
     paths = [path for path, _ in playground["after"]]
-    for asset in (fetch_assets.ORT_SCRIPT, fetch_assets.ORT_WASM, f"numerals/{ex.ONNX_NAME}"):
+    for asset in (fetch_assets.ORT_SCRIPT, fetch_assets.ORT_WASM + ".gz", f"numerals/{ex.ONNX_NAME}.gz"):
         assert sum(p.endswith("_static/" + asset) for p in paths) == 1, (asset, paths)
+    assert not [p for p in paths if p.endswith((".wasm", ".onnx"))], "the plain big files were fetched as well"
     added = playground["bytes"]["added_by_starting"] / 1e6
-    print(f"bytes: {playground['bytes']['before']:,} before starting, {added:.2f} MB added by starting the model")
-    assert abs(added - _stated_megabytes()) < 0.75, (added, _stated_megabytes())
+    print(f"bytes: {playground['bytes']['before']:,} before starting, {added:.2f} MB added by starting the model; "
+          f"button: {playground['button']!r}")
+    assert abs(added - _button_megabytes(playground["button"])) < 0.06, (added, playground["button"])
+    assert abs(added - _stated_megabytes()) < 0.3, (added, _stated_megabytes())
+
+
+def test_progress_never_passes_its_total_and_ends_there(playground):
+    pairs = progress_pairs(playground["progress"])
+    assert pairs, playground["progress"]
+    assert all(got <= total for got, total in pairs), pairs
+    assert pairs[-1][0] == pairs[-1][1], pairs[-1]
 
 
 def test_the_live_region_gives_the_clis_answers(playground):
@@ -221,6 +268,7 @@ def test_invalid_input_gets_a_chinese_reason_and_no_console_error(playground):
     assert "“2”" in inv["2026"]
     assert "太长" in inv["零" * 20]
     assert playground["recovered"].endswith("12")
+    assert playground["left_after_invalid"] == [0, 0, 0], "steps or maps of the previous number stayed under the error"
     assert not playground["errors"], playground["errors"]
     assert not playground["outside"], playground["outside"]
 
@@ -233,3 +281,35 @@ def test_only_chapter_13_loads_the_playground(built_site):
     with_script = sorted(p.name for p in pages()
                          if numerals_playground.SCRIPT in (built_site.html / p.html).read_text(encoding="utf-8"))
     assert with_script == [CHAPTER.name]
+
+
+@pytest.mark.parametrize("inflate", [True, False], ids=["gz-files", "no-DecompressionStream"])
+def test_progress_is_right_on_a_compressing_host(sync_playwright, built_site, inflate):  # noqa: F811
+    """A host that gzips every response (Content-Length is the compressed size): the progress still
+    counts against the right total, and the model answers."""
+    import site_probe
+
+    with site_probe.serve(built_site.html, compress=True) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = browser.new_context(viewport=PHONE, locale="zh-CN", service_workers="block")
+        ctx.route("**/*", network_gate([], {"page": "gzip"}))
+        if not inflate:
+            ctx.add_init_script("delete window.DecompressionStream;")
+        page = ctx.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{url}/{CHAPTER.html}", wait_until="load")
+        page.wait_for_function(STATE + " === 'idle'")
+        page.evaluate(WATCH_PROGRESS)
+        page.get_by_role("textbox", name=re.compile("中文数字")).fill("十二")
+        page.locator(BUTTON).click()
+        page.wait_for_function(ANSWERED, arg="十二", timeout=60_000)
+        answer = page.locator(ANSWER).inner_text()
+        lines = page.evaluate("() => window.mhaProgress")
+        browser.close()
+    pairs = progress_pairs(lines)
+    assert not errors and answer.endswith("12"), (errors, answer)
+    assert pairs and all(got <= total for got, total in pairs), pairs
+    assert pairs[-1][0] == pairs[-1][1], pairs[-1]
+    # without DecompressionStream the plain files come, decoded by the browser: 15 MB, not their gzip size
+    assert (pairs[-1][1] < 5) if inflate else (pairs[-1][1] > 14), pairs[-1]

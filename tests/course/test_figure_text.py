@@ -137,8 +137,8 @@ def test_figure_code_characters_are_in_the_font_subset():
 
 
 # The figures draw no text below 10 pt (the viz functions above, matplotlib's 11 pt default that
-# mha.course.pictures sets, and the chapters' own labels), which is 13.9 px in a PNG stored at 100 dpi. A phone
-# shows the PNG at min(1, 358 / width) of its size, so the text stays >= 9 CSS px while the stored
+# mha.course.pictures sets, and the chapters' own labels), which is 13.9 CSS px in a PNG shown at 100 dpi (stored at
+# 2x, its output metadata gives the 1x width). A phone shows the PNG at min(1, 358 / width) of that, so the text stays >= 9 CSS px while the stored
 # image is at most 358 * 13.9 / 9 = 553 px wide. Chapter 13 is drawn by its own helpers (not yet checked).
 SMALLEST_PT = 10
 MAX_STORED_WIDTH = int(PHONE_COLUMN_PX * SMALLEST_PT * SCREEN_DPI / 72 / MIN_TEXT_PX)
@@ -154,7 +154,10 @@ def test_stored_chapter_images_stay_readable_on_a_phone(path):
         for out in cell.get("outputs", []):
             png = out.get("data", {}).get("image/png")
             if png:
-                width = struct.unpack(">I", base64.b64decode(png)[16:20])[0]  # the PNG's IHDR width
+                # the width the page shows it at: the output's metadata (a 2x PNG, mha.course.pictures.png_text), else
+                # the PNG's own (IHDR) width
+                width = (out.get("metadata", {}).get("image/png", {}).get("width")
+                         or struct.unpack(">I", base64.b64decode(png)[16:20])[0])
                 if width > MAX_STORED_WIDTH:
                     wide.append((cell.get("id"), width))
     assert not wide, (f"{path.name}: images wider than {MAX_STORED_WIDTH} px shrink 10 pt text below "

@@ -53,11 +53,23 @@ def test_the_stored_png_carries_the_smallest_text_in_image_px_and_is_otherwise_u
     fig = _figure(title_pt=8)
     stored = _stored(shell, fig)
     image = Image.open(io.BytesIO(stored))
-    assert float(image.text[png_text.KEY]) == pytest.approx(8 * 100 / 72, abs=0.01)  # 8 pt at 100 dpi
-    plain = print_figure(fig, fmt="png")
-    assert stored != plain and stored == png_text.with_text_chunk(plain, png_text.KEY, image.text[png_text.KEY])
+    assert float(image.text[png_text.KEY]) == pytest.approx(8 * 200 / 72, abs=0.02)  # 8 pt at 2 x 100 dpi
+    plain = print_figure(fig, fmt="retina")
+    assert stored == png_text.with_text_chunk(png_text.compact(plain), png_text.KEY, image.text[png_text.KEY])
     assert _stored(shell, fig) == stored  # deterministic
     plt.close(fig)
+
+
+def test_the_stored_png_has_twice_the_pixels_and_the_page_shows_it_at_1x_width(shell):
+    png_text.install(shell)
+    fig = _figure(title_pt=8)
+    data, metadata = shell.display_formatter.format(fig)
+    one_x = Image.open(io.BytesIO(print_figure(fig, fmt="png"))).size
+    stored = Image.open(io.BytesIO(base64.b64decode(data["image/png"]))).size
+    plt.close(fig)
+    assert abs(stored[0] / one_x[0] - 2) < 0.03, (stored, one_x)  # (the tight box rounds at each dpi)
+    # the display width in CSS px is the 1x width, and no height (a narrow column scales the image)
+    assert metadata["image/png"] == {"width": stored[0] // 2}
 
 
 def test_a_figure_without_text_says_so_and_a_retina_png_counts_its_own_dpi(shell):
@@ -70,6 +82,24 @@ def test_a_figure_without_text_says_so_and_a_retina_png_counts_its_own_dpi(shell
     fig = _figure(title_pt=8)
     assert float(Image.open(io.BytesIO(_stored(shell, fig))).text[png_text.KEY]) == pytest.approx(8 * 200 / 72, abs=0.02)
     plt.close(fig)
+
+
+def test_a_figure_is_stored_with_a_palette_when_nearly_lossless_and_smaller():
+    import numpy as np
+
+    fig = _figure(title_pt=8)
+    fig.axes[0].imshow(np.arange(16).reshape(4, 4), cmap="viridis")  # flat cells, text, anti-aliased edges
+    plain = print_figure(fig, fmt="retina")
+    plt.close(fig)
+    small = png_text.compact(plain)
+    a, b = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB"), dtype=np.int16) for x in (plain, small))
+    assert Image.open(io.BytesIO(small)).mode == "P" and len(small) < 0.6 * len(plain), (len(small), len(plain))
+    assert np.abs(a - b).mean() <= png_text.PALETTE_MEAN_DIFF and png_text.png_dpi(small) == pytest.approx(200, abs=0.01)
+    # smooth shading (65,536 colours) would lose too much in 256: kept as it is
+    ramp = np.stack([*np.meshgrid(np.arange(256), np.arange(256)), np.full((256, 256), 128)], -1).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(ramp).save(buf, format="PNG")
+    assert png_text.compact(buf.getvalue()) == buf.getvalue()
 
 
 def test_installing_twice_wraps_once_and_outside_ipython_does_nothing(shell):

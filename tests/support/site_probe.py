@@ -1,6 +1,7 @@
 """Measurements of a page in the browser, shared by the browser tests (playwright, Chromium).
 
-- :func:`serve`: a folder (the built site, a test page) on 127.0.0.1, for as long as a ``with`` block runs;
+- :func:`serve`: a folder (the built site, a test page) on 127.0.0.1, for as long as a ``with`` block runs
+  (``compress=True``: as a compressing host serves it, every body but a ``.gz`` file gzip-encoded);
 - :func:`fresh`: a first visit (Chromium's cache off for that page, through CDP);
 - :func:`first_visit_bytes`: what the page fetched (uncompressed bytes, by kind);
 - :func:`slow_link`: Chromium's network emulation of a slow mobile link (1.6 Mbps down,
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import http.server
+import io
 import pathlib
 import threading
 from urllib.parse import quote
@@ -31,10 +34,27 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _GzipHandler(_QuietHandler):
+    """A host that compresses on the fly (Content-Encoding: gzip, Content-Length of the compressed body)."""
+
+    def send_head(self):
+        path = pathlib.Path(self.translate_path(self.path))
+        if not path.is_file() or path.suffix == ".gz":
+            return super().send_head()
+        body = gzip.compress(path.read_bytes(), compresslevel=6)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+
 @contextlib.contextmanager
-def serve(folder):
+def serve(folder, compress: bool = False):
     """Serve ``folder`` over HTTP on 127.0.0.1 (a free port) inside the block; yields its base URL."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
+    handler = _GzipHandler if compress else _QuietHandler
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"

@@ -7,7 +7,12 @@
 //   checks the next radio and jupyterquiz reads that as a click): arrows only move the focus
 //   here, Space or Enter answers; the focused choice shows a ring (mha-site.css);
 // - the feedback line is a live region, so the verdict is read out when it appears;
-// - a display formula wider than its column can be scrolled from the keyboard (tabindex).
+// - a display formula wider than its column can be scrolled from the keyboard (tabindex);
+// - the phone's chapter list and page contents (the theme's two sidebar dialogs, opened by the
+//   article header's buttons once tools/site_html.py drops the theme's hidden pair): each dialog is
+//   named, takes the focus on its current link (or its first) when it opens, and gives it back to
+//   its button when Escape or a tap outside closes it; a link tapped inside closes it too (a link to
+//   a section of this page would otherwise leave the panel over the text).
 (function () {
   "use strict";
 
@@ -68,7 +73,35 @@
     if (document.fonts) document.fonts.ready.then(() => boxes.forEach(markScrollable));
   }
 
+  const PANELS = [
+    ["primary", "pst-primary-sidebar-modal", "章节目录"],
+    ["secondary", "pst-secondary-sidebar-modal", "本页目录"],
+  ];
+
+  function sidebarPanels() {
+    PANELS.forEach(([side, id, name]) => {
+      const dialog = document.getElementById(id);
+      const button = document.querySelector(`.bd-header-article .${side}-toggle`);
+      if (!dialog || !button) return;
+      dialog.setAttribute("aria-label", name);
+      new MutationObserver(() => {
+        if (dialog.open) {
+          const links = [...dialog.querySelectorAll("a[href]")];
+          const here = dialog.querySelector("a.current, li.current > a, a[aria-current]") || links[0];
+          if (here) here.focus({preventScroll: false});
+        } else if (document.activeElement === document.body || !document.activeElement || dialog.contains(document.activeElement)) {
+          button.focus({preventScroll: true});
+        }
+      }).observe(dialog, {attributes: true, attributeFilter: ["open"]});
+      dialog.addEventListener("click", event => {
+        const link = event.target.closest && event.target.closest("a[href]");
+        if (link && dialog.open) dialog.close();
+      });
+    });
+  }
+
   function start() {
+    sidebarPanels();
     labelInputs(document);
     scrollableFormulas(document);
     document.addEventListener("keydown", onKey, true);

@@ -4,10 +4,14 @@
  * book/13_trained_heads.ipynb); tools/numerals_playground.py adds this file, its CSS and
  * window.mhaNumeralsPlayground (where the files are, relative to _static/) to that page only.
  *
- * Nothing of the runtime loads until the reader presses the button or types into the box. Then
- * the page downloads ONNX Runtime's WebAssembly build (from npm, served by the site) and the ONNX
- * graph that tools/export_numerals_onnx.py exported from the shipped weights through the mha model,
- * with the tables (vocabularies, special ids, labels, colour map) it read from the Python modules.
+ * Nothing of the runtime loads until the reader presses the button, which names the download's size
+ * (typing first only shows a hint). Then the page downloads ONNX Runtime's WebAssembly build (from
+ * npm, served by the site) and the ONNX graph that tools/export_numerals_onnx.py exported from the
+ * shipped weights through the mha model, with the tables (vocabularies, special ids, labels, colour
+ * map) it read from the Python modules. Both big files come gzip-compressed (.gz, inflated here
+ * with DecompressionStream; a browser without it fetches the plain files); the progress counts the
+ * bytes received against the sizes the build wrote into window.mhaNumeralsPlayground.files, never
+ * against Content-Length (a compressing host states the compressed size, the body arrives decoded).
  *
  * This file does no model math: it checks the characters against the model's vocabulary,
  * turns them into ids, runs the graph once per decoding step (<bos> d1 ... dk in, the argmax of the
@@ -38,29 +42,51 @@
 
   function megabytes(bytes) { return (bytes / 1e6).toFixed(1) + " MB"; }
 
+  var INFLATE = typeof DecompressionStream === "function";
+  var DOWNLOAD = INFLATE ? CONFIG.download : null;  // bytes the button names (the .gz files' case)
+
   // ------------------------------------------------------------------ loading (only when started)
 
-  function fetchWithProgress(url, onBytes) {
+  function inflate(buffer) {
+    var bytes = new Uint8Array(buffer);
+    if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return Promise.resolve(buffer);  // the host already decoded it
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).arrayBuffer();
+  }
+
+  /* The bytes of one of the two big files (key "wasm" or "model"): the .gz copy when this browser can
+   * inflate it. onBytes(received, size) as the body arrives: size is the build's size of the file
+   * asked for; only a host that decodes the .gz for us (Content-Encoding: gzip on it) delivers more,
+   * the plain file's bytes, and then that is the size. */
+  function fetchFile(key, onBytes) {
+    var sizes = (CONFIG.files || {})[key] || [0, 0];
+    var url = new URL(CONFIG[key] + (INFLATE ? ".gz" : ""), STATIC).href;
+    var total = INFLATE ? sizes[1] : sizes[0];
     return fetch(url).then(function (response) {
       if (!response.ok) throw new Error("HTTP " + response.status + " " + url);
-      var total = Number(response.headers.get("Content-Length")) || 0;
       onBytes(0, total);
-      if (!response.body || !response.body.getReader) return response.arrayBuffer();
-      var reader = response.body.getReader(), chunks = [], got = 0;
-      function pump() {
-        return reader.read().then(function (r) {
-          if (r.done) {
-            var out = new Uint8Array(got), at = 0;
-            chunks.forEach(function (c) { out.set(c, at); at += c.length; });
-            return out.buffer;
-          }
-          chunks.push(r.value);
-          got += r.value.length;
-          onBytes(got, total);
-          return pump();
-        });
-      }
-      return pump();
+      var done = response.body && response.body.getReader ? (function () {
+        var reader = response.body.getReader(), chunks = [], got = 0;
+        function pump() {
+          return reader.read().then(function (r) {
+            if (r.done) {
+              var out = new Uint8Array(got), at = 0;
+              chunks.forEach(function (c) { out.set(c, at); at += c.length; });
+              return out.buffer;
+            }
+            chunks.push(r.value);
+            got += r.value.length;
+            if (got > total) total = sizes[0];
+            onBytes(got, total);
+            return pump();
+          });
+        }
+        return pump();
+      })() : response.arrayBuffer();
+      return done.then(function (buffer) {
+        onBytes(buffer.byteLength, Math.max(total, buffer.byteLength));
+        return INFLATE ? inflate(buffer) : buffer;
+      });
     });
   }
 
@@ -78,10 +104,10 @@
   function loadModel(progress) {
     if (loading) return loading;
     var tablesUrl = new URL(CONFIG.tables, STATIC);
-    var files = {};  // url -> [got, total]
-    function report(url) {
+    var files = {};  // key -> [got, total]
+    function report(key) {
       return function (got, total) {
-        files[url] = [got, total];
+        files[key] = [got, total];
         var g = 0, t = 0;
         Object.keys(files).forEach(function (k) { g += files[k][0]; t += files[k][1]; });
         progress(g, t);
@@ -91,11 +117,11 @@
       if (!r.ok) throw new Error("HTTP " + r.status + " " + tablesUrl);
       return r.json();
     }).then(function (tables) {
-      var wasmUrl = new URL(CONFIG.wasm, STATIC).href, onnxUrl = new URL(tables.onnx.file, tablesUrl).href;
+      var wasmUrl = new URL(CONFIG.wasm, STATIC).href;
       return Promise.all([
         loadScript(new URL(CONFIG.runtime, STATIC).href),
-        fetchWithProgress(wasmUrl, report(wasmUrl)),
-        fetchWithProgress(onnxUrl, report(onnxUrl)),
+        fetchFile("wasm", report("wasm")),
+        fetchFile("model", report("model")),
       ]).then(function (loaded) {
         var ort = window.ort;
         ort.env.wasm.numThreads = 1;  // no SharedArrayBuffer needed (the site is not cross-origin isolated)
@@ -275,12 +301,14 @@
     this.input = el("input", {id: inputId, type: "text", lang: "zh", autocomplete: "off", spellcheck: "false",
                               "aria-describedby": "mha-np-status-" + n});
     form.appendChild(this.input);
-    this.button = el("button", {type: "button"}, "启动模型");
+    this.button = el("button", {type: "button"},
+                     "下载并启动模型" + (DOWNLOAD ? "（约 " + megabytes(DOWNLOAD) + "）" : ""));
     form.appendChild(this.button);
     root.appendChild(form);
 
     this.status = el("p", {id: "mha-np-status-" + n, "class": "mha-np-status", role: "status"},
-                     "模型还没有下载：按“启动模型”或者直接在框里输入，页面才下载运行库和模型。");
+                     "模型还没有下载：按“下载并启动模型”，页面才下载运行库和模型" +
+                     (DOWNLOAD ? "（一共约 " + megabytes(DOWNLOAD) + "）" : "") + "。");
     root.appendChild(this.status);
     this.progress = el("progress", {"class": "mha-np-progress", max: "1", value: "0", hidden: ""});
     root.appendChild(this.progress);
@@ -307,7 +335,7 @@
     this.progress.hidden = false;
     this.status.textContent = "正在下载运行库和模型……";
     this.ready = loadModel(function (got, total) {
-      if (total) { self.progress.max = total; self.progress.value = got; }
+      if (total) { self.progress.max = total; self.progress.value = Math.min(got, total); }
       self.status.textContent = "正在下载运行库和模型：" + megabytes(got) + (total ? " / " + megabytes(total) : "");
     }).then(function (model) {
       self.model = model;
@@ -332,8 +360,27 @@
 
   Playground.prototype.request = function (text) {
     this.pending = text;
-    if (!this.model) { this.start(); return; }
+    if (!this.model) {
+      // typing does not start a download of several MB: the button does (and then reads the box)
+      if (this.root.dataset.state === "idle") {
+        this.status.textContent = "先按“" + this.button.textContent + "”：模型下载好以后，页面就读你输入的数字。";
+        this.root.dataset.hint = "shown";
+      }
+      return;
+    }
     this.next();
+  };
+
+  /* No answer, steps or attention maps of an earlier input stay on screen (under an error). */
+  Playground.prototype.clear = function () {
+    this.result = null;
+    this.root.mhaResult = null;
+    this.row = null;
+    this.encoderRow = undefined;
+    this.steps.textContent = "";
+    this.maps.textContent = "";
+    this.detail.textContent = "";
+    delete this.answer.dataset.digits;
   };
 
   Playground.prototype.next = function () {
@@ -343,6 +390,7 @@
     if (!text && !this.result && this.root.dataset.state === "ready") return;  // started with an empty box
     var why = problem(text, tables);
     if (why) {
+      this.clear();
       this.root.dataset.state = "invalid";
       this.answer.dataset.input = text;
       this.answer.textContent = "无法转换：" + why;

@@ -15,7 +15,7 @@ CMAP = "viridis"
 PHONE_COLUMN_PX = 358  # the text column of a 390 px wide phone (CSS px)
 MIN_TEXT_PX = 9  # the smallest readable text there
 PHONE_WIDTH_IN = 5.4  # a figure this wide keeps 10.5 pt text at >= 9 CSS px on that column
-SCREEN_DPI = 100  # matplotlib's figure.dpi, what the notebooks store
+SCREEN_DPI = 100  # matplotlib's figure.dpi: CSS px per inch of a stored figure (its PNG has 2x the pixels, png_text)
 
 
 def head_color(i: int):
@@ -56,8 +56,9 @@ def smallest_text_pt(fig) -> float:
 def smallest_text_px(fig, column_px: float = PHONE_COLUMN_PX) -> float:
     """CSS px of the smallest text of ``fig`` when its saved image (tight box) fills at most ``column_px``.
 
-    The notebooks store PNGs at ``SCREEN_DPI`` cropped to the tight bounding box; the page shows one at
-    its natural width or, when wider, scaled down to the column. Text of ``s`` pt is then
+    The notebooks store PNGs cropped to the tight bounding box, drawn at 2 x ``SCREEN_DPI`` and shown
+    ``SCREEN_DPI`` CSS px per inch (mha.course.pictures.png_text: the output's width metadata), or, when wider,
+    scaled down to the column. Text of ``s`` pt is then
     ``s * dpi / 72 * min(1, column / width_px)`` CSS px. (Each PNG a chapter stores carries its
     smallest text in image px, ``s * dpi / 72``: mha.course.pictures.png_text; the browser tests scale it.)
     """
