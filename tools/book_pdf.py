@@ -47,7 +47,10 @@ PREPARE = r"""(meta) => {
     section.classList.add('mha-chapter');
     const h = section.querySelector('h1, h2');
     if (!h) continue;
-    if (!section.id) section.id = marker.id.replace(/\W/g, '-');
+    // an anchor of our own: docutils' ids (id1, id2...) repeat from one chapter to the next
+    const anchor = document.createElement('span');
+    anchor.id = 'mha-pdf-chapter-' + chapters.length;
+    section.prepend(anchor);
     const title = h.cloneNode(true);
     title.querySelectorAll('.headerlink').forEach(e => e.remove());
     // a formula in a title as its TeX source (W^O), as the site's <title> has it
@@ -55,7 +58,7 @@ PREPARE = r"""(meta) => {
       const tex = k.querySelector('annotation');
       k.replaceWith(tex ? tex.textContent : k.textContent);
     });
-    chapters.push([section.id, title.textContent.trim()]);
+    chapters.push([anchor.id, title.textContent.trim()]);
   }
   const first = document.querySelector('article section');
   const h1 = first && first.querySelector('h1');
@@ -73,7 +76,19 @@ PREPARE = r"""(meta) => {
     list.appendChild(li);
   }
   if (h1) h1.after(nav);
-  return chapters.map(c => c[1]);
+  return chapters;
+}"""
+
+# The second pass: each entry of the table of contents gets its page number.
+PAGE_NUMBERS = r"""(pages) => {
+  for (const a of document.querySelectorAll('.mha-pdf-toc a')) {
+    const n = pages[a.getAttribute('href').slice(1)];
+    if (n === undefined) continue;
+    const span = document.createElement('span');
+    span.className = 'mha-pdf-page';
+    span.textContent = n;
+    a.appendChild(span);
+  }
 }"""
 
 # Ready to print: every image decoded, every interactive figure drawn (vega's svg or canvas).
@@ -119,6 +134,9 @@ def print_pdf(folder: pathlib.Path, out: pathlib.Path) -> list:
     version = site_report.version()
     meta = f"版本 {version} · 代码 MIT 许可，文字与图 CC BY-SA 4.0"
     out.parent.mkdir(parents=True, exist_ok=True)
+    options = dict(format="A4", print_background=True, outline=True, tagged=True, display_header_footer=True,
+                   header_template="<span></span>", footer_template=FOOTER,
+                   margin={"top": "16mm", "bottom": "16mm", "left": "15mm", "right": "15mm"})
     with serve(folder) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         ctx = browser.new_context(viewport={"width": 900, "height": 1200}, locale="zh-CN", color_scheme="light",
@@ -134,11 +152,30 @@ def print_pdf(folder: pathlib.Path, out: pathlib.Path) -> list:
         page.wait_for_function(READY, timeout=120_000)
         page.emulate_media(media="print")
         page.wait_for_timeout(500)
-        page.pdf(path=str(out), format="A4", print_background=True, outline=True, tagged=True,
-                 display_header_footer=True, header_template="<span></span>", footer_template=FOOTER,
-                 margin={"top": "16mm", "bottom": "16mm", "left": "15mm", "right": "15mm"})
+        # first pass: where each chapter starts (Chromium names a destination for every linked id);
+        # the table of contents is one page, so writing the numbers in moves no chapter
+        first = page.pdf(**options)
+        starts = chapter_pages(first, [cid for cid, _ in chapters])
+        page.evaluate(PAGE_NUMBERS, starts)
+        page.pdf(path=str(out), **options)
         browser.close()
-    return chapters
+    return [title for _, title in chapters]
+
+
+def chapter_pages(pdf: bytes, ids: list) -> dict:
+    """The page (1-based) each of ``ids`` starts on, from the PDF's named destinations."""
+    import io
+
+    try:
+        import pypdf
+    except ImportError as exc:
+        raise RuntimeError("make pdf needs pypdf (pinned in requirements.txt): pip install -r requirements.txt") from exc
+    reader = pypdf.PdfReader(io.BytesIO(pdf))
+    named = {name.lstrip("/"): dest for name, dest in reader.named_destinations.items()}
+    missing = [i for i in ids if i not in named]
+    if missing:
+        raise RuntimeError(f"the printed PDF has no destination for the chapters {missing}")
+    return {i: reader.get_destination_page_number(named[i]) + 1 for i in ids}
 
 
 def main(argv=None) -> None:

@@ -81,7 +81,7 @@ def report_html(repo_url: str, title: str, page_url: str, changelog_href: str) -
         f'<p>发现错误、看不懂，或者代码跑不通？'
         f'<a class="mha-report-link" href="{issue_url(repo_url, title, page_url)}" rel="noopener">报告问题</a>'
         f'（在 GitHub 上打开一张已填好本页标题和地址的表单）· '
-        f'<a href="{changelog_href}">勘误与更新记录</a></p></aside>')
+        f'<a class="mha-errata-link" href="{changelog_href}">勘误与更新记录</a></p></aside>')
 
 
 def _repo_url(config) -> str:
@@ -104,7 +104,7 @@ def _add_report(app, pagename, templatename, context, doctree):
 
     title = book_ext.plain_title(doctree, getattr(app.builder, "secnumbers", {}).get("", ())) or pagename
     page_url = site_url(_repo_url(app.config)) + pagename + ".html"
-    changelog = app.builder.get_relative_uri(pagename, CHANGELOG_PAGE)
+    changelog = "#" if pagename == CHANGELOG_PAGE else app.builder.get_relative_uri(pagename, CHANGELOG_PAGE)
     block = report_html(_repo_url(app.config), title, page_url, changelog)
     context["body"] += block
 
