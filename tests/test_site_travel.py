@@ -62,7 +62,8 @@ def test_every_page_reports_and_names_the_licences(site, page):
     footer = doc.select_one(".extra_footer")
     assert footer is not None, "no licence footer"
     hrefs = [a["href"] for a in footer.find_all("a")]
-    assert f"{REPO}/blob/main/LICENSE" in hrefs and f"{REPO}/blob/main/LICENSE-CONTENT.md" in hrefs
+    blob = f"{REPO}/blob/{config()['repository'].get('branch', 'main')}"
+    assert f"{blob}/LICENSE" in hrefs and f"{blob}/LICENSE-CONTENT.md" in hrefs
     assert "MIT" in footer.get_text() and "CC BY-SA 4.0" in footer.get_text()
     assert any(h.startswith(REPO + "/releases/latest/download/") and h.endswith(".pdf") for h in hrefs)
     assert "binder" not in str(doc).lower(), "Binder was removed (issue 31): no page may offer it"

@@ -64,13 +64,13 @@ def download_urls(repo_url: str) -> dict:
     return {k: f"{repo_url.rstrip('/')}/releases/latest/download/{v}" for k, v in latest.items()}
 
 
-def footer_html(repo_url: str) -> str:
-    repo = repo_url.rstrip("/")
+def footer_html(repo_url: str, branch: str = "main") -> str:
+    repo = f"{repo_url.rstrip('/')}/blob/{branch}"
     dl = download_urls(repo_url)
     return (
-        f'<p class="mha-licence">代码以 <a href="{repo}/blob/main/LICENSE">MIT 许可</a>发布；'
-        f'文字与图以 <a href="{repo}/blob/main/LICENSE-CONTENT.md">CC BY-SA 4.0</a>（知识共享 署名-相同方式共享）发布。'
-        f'引用本书：<a href="{repo}/blob/main/CITATION.cff">CITATION.cff</a>。</p>'
+        f'<p class="mha-licence">代码以 <a href="{repo}/LICENSE">MIT 许可</a>发布；'
+        f'文字与图以 <a href="{repo}/LICENSE-CONTENT.md">CC BY-SA 4.0</a>（知识共享 署名-相同方式共享）发布。'
+        f'引用本书：<a href="{repo}/CITATION.cff">CITATION.cff</a>。</p>'
         f'<p class="mha-downloads">离线阅读：<a href="{dl["pdf"]}">PDF</a> · '
         f'<a href="{dl["site"]}">网站离线包（zip）</a> · <a href="{dl["notebooks"]}">全部 notebook（zip）</a></p>')
 
@@ -93,7 +93,7 @@ def _repo_url(config) -> str:
 
 def _on_config_inited(app, config):
     options = dict(config.html_theme_options or {})
-    options["extra_footer"] = footer_html(_repo_url(config))
+    options["extra_footer"] = footer_html(_repo_url(config), options.get("repository_branch") or "main")
     config.html_theme_options = options
 
 
