@@ -13,7 +13,7 @@ KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
 KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 KERNELS_OTHER := $(KERNELS_AVX2) $(KERNELS_SCALAR)
 
-.PHONY: book test quick unit nbval nbval-other-kernels nbval-matrix colab site execute clean lab site-speed
+.PHONY: book test quick unit nbval nbval-other-kernels nbval-matrix colab site execute clean lab site-speed pdf bundle
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,17 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_FLAGS)
 	@echo "网站已生成：open $(CURDIR)/_build/html/index.html"
+
+# The whole book as one PDF, _build/release/mha-course-<version>.pdf: Sphinx's single-page HTML
+# printed by Chromium with bookmarks and page numbers (tools/book_pdf.py, tools/book_pdf.css).
+pdf: $(STAMP)
+	$(BIN)/jupyter-book build . --builder singlehtml $(BUILD_FLAGS)
+	$(BIN)/python tools/book_pdf.py
+
+# The built site and all notebooks as zips in _build/release/ (tools/bundle.py). To read the
+# site offline: unpack, then in its folder `python -m http.server` and open http://127.0.0.1:8000.
+bundle: book
+	$(BIN)/python tools/bundle.py
 
 test: unit nbval nbval-other-kernels colab
 

@@ -42,6 +42,7 @@ import numerals_playground
 import setup_cell
 import site_html
 import site_math
+import site_report
 import site_search
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -186,5 +187,6 @@ def setup(app):
     app.connect("html-page-context", _drop_unused_scripts, priority=900)
     app.connect("doctree-resolved", _drop_thebe_config, priority=900)
     numerals_playground.setup(app)
+    site_report.setup(app)  # licences in the footer, 报告问题 on every page (tools/site_report.py)
     app.connect("build-finished", _on_build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -17,7 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from site_build import problems_in
-from site_pages import ROOT, binder_url, colab_url, config, pages, repository
+from site_pages import ROOT, colab_url, config, pages, repository
 
 PAGES = pages()
 NOTEBOOK_PAGES = [p for p in PAGES if p.is_notebook]
@@ -240,7 +240,8 @@ def test_launch_buttons_point_at_this_notebook(site, page):
     doc = soup(site / page.html)
     hrefs = [a.get("href", "") for a in doc.find_all("a")]
     assert colab_url(page) in hrefs, [h for h in hrefs if "colab" in h]
-    assert binder_url(page) in hrefs, [h for h in hrefs if "binder" in h]
+    # no Binder (issue 31: out of reach in mainland China; repo2docker would install the whole test set)
+    assert not [h for h in hrefs if "binder" in h.lower()]
     # the download button offers the .ipynb itself, which the site serves
     downloads = [a for a in doc.find_all("a") if a.get("href", "").endswith(page.name + ".ipynb")
                  and "_sources" in a.get("href", "")]

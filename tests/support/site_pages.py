@@ -73,10 +73,3 @@ def colab_url(page: Page) -> str:
     url, branch, book = repository()
     path = "/".join(p for p in (book, page.docname + ".ipynb") if p)
     return f"{config()['launch_buttons']['colab_url'].rstrip('/')}/github/{urlparse(url).path.strip('/')}/blob/{branch}/{path}"
-
-
-def binder_url(page: Page) -> str:
-    url, branch, book = repository()
-    path = "/".join(p for p in (book, page.docname + ".ipynb") if p)
-    return (f"{config()['launch_buttons']['binderhub_url'].rstrip('/')}/v2/gh/{urlparse(url).path.strip('/')}/"
-            f"{branch}?urlpath=tree/{path}")
