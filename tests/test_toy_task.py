@@ -135,7 +135,8 @@ def test_shipped_runs_cover_the_grid_and_agree_with_the_bound():
     groups = group_runs(data)
     assert sorted(groups) == [("tokens", 1), ("tokens", 2), ("tokens", 4), ("tokens+positions", 1), ("tokens+positions", 2)]
     assert all([r["seed"] for r in rs] == [0, 1, 2, 3, 4] for rs in groups.values())
-    assert data["steps"][-1] == 3000 and review["steps"][-1] == 6000
+    assert data["steps"][-1] == 3000 and review["steps"][-1] == 10000
+    assert sorted({r["seed"] for r in review["runs"]}) == [5, 6, 7, 8]
     assert all(len(r["accuracy"]) == len(data["steps"]) for r in data["runs"])
     bound = one_head_bound(data["config"]["vocab"])
     one_tok = groups[("tokens", 1)] + group_runs(review)[("tokens", 1)]

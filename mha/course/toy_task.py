@@ -189,7 +189,7 @@ def head_offsets(weights: torch.Tensor, min_t: int = 0) -> torch.Tensor:
 
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
 RUNS_FILE = DATA_DIR / "toy_task_runs.json"  # 3,000 steps, seeds 0-4 (tools/toy_task_runs.py)
-REVIEW_FILE = DATA_DIR / "toy_task_review.json"  # 6,000 steps, seeds 5, 6 of the one-head models
+REVIEW_FILE = DATA_DIR / "toy_task_review.json"  # 10,000 steps, seeds 5-8 of the one-head models
 
 
 def load_runs(path=RUNS_FILE) -> dict:
