@@ -9,16 +9,26 @@ Model: token embedding + learned position embedding -> one
 :class:`mha.MultiHeadAttention` (causal mask) -> one Linear readout that
 gives two sets of V logits. There is no residual connection and no MLP, so
 all the information must travel through the attention layer, and the
-readout is linear: it cannot untangle a blend of two tokens.
+readout is linear.
 
-One head forms one weighted average of the value vectors. To fetch two
-tokens it has to blend them, and a linear readout then finds the stronger
-one only. With several heads (same d_model, same number of parameters: the
-four Linear layers do not depend on h) one head can look k1 steps back and
-another k2 steps back; Concat keeps their answers apart.
+``ToyConfig.values`` says what the Value input is:
+
+* ``"tokens"`` (the chapter's model): Query and Key see token + position,
+  Value sees the token embedding only. One head's output at t is then a blend
+  ``sum_s a_ts W^V tok(x_s)``; with its weight on t-1 and t-3 a linear readout
+  answers x[t-1] right on a pair {a, b} only if lambda_ab + lambda_ba > 1 and
+  x[t-3] only if it is < 1 (chapter 11 proves it), so one head stays on a
+  plateau. Several heads (same d_model, same parameters: the four Linear
+  layers do not depend on h) look k1 and k2 steps back separately; Concat
+  keeps the answers apart.
+* ``"tokens+positions"``: Value sees token + position, as Query and Key. The
+  position part of a blend carries lambda, and with content-dependent lambda
+  one head can escape the plateau after a long run.
 """
 from __future__ import annotations
 
+import json
+import pathlib
 from dataclasses import dataclass, field
 
 import torch
@@ -30,7 +40,11 @@ from mha.masks import causal_mask
 
 from .training import deterministic
 
-__all__ = ["ToyConfig", "make_batch", "LookBackModel", "accuracy", "train", "head_offsets", "deterministic"]
+__all__ = ["ToyConfig", "make_batch", "LookBackModel", "accuracy", "answer_accuracy", "train", "head_offsets",
+           "deterministic", "VALUES", "load_runs", "group_runs", "one_head_bound", "long_runs_alt", "RUNS_FILE",
+           "REVIEW_FILE"]
+
+VALUES = ("tokens", "tokens+positions")  # what the Value input of the attention layer is
 
 
 @dataclass(frozen=True)
@@ -46,8 +60,11 @@ class ToyConfig:
     lr: float = 1e-2
     eval_every: int = 10
     eval_batch: int = 512
+    values: str = "tokens"  # Value input: "tokens" (token embedding only) or "tokens+positions"
 
     def __post_init__(self):
+        if self.values not in VALUES:
+            raise ValueError(f"values must be one of {VALUES}, got {self.values!r}")
         if len(self.offsets) < 1 or min(self.offsets) < 1 or max(self.offsets) >= self.seq_len:
             raise ValueError(f"every offset must lie in [1, seq_len - 1] = [1, {self.seq_len - 1}], got {self.offsets}")
 
@@ -67,7 +84,10 @@ def make_batch(cfg: ToyConfig, batch: int, generator: torch.Generator | None = N
 
 
 class LookBackModel(nn.Module):
-    """Embeddings -> MultiHeadAttention (causal) -> linear readout of ``len(offsets)`` tokens."""
+    """Embeddings -> MultiHeadAttention (causal) -> linear readout of ``len(offsets)`` tokens.
+
+    Query and Key are token + position embeddings; Value is the token embedding alone when
+    ``cfg.values == "tokens"``, token + position when ``"tokens+positions"``."""
 
     def __init__(self, cfg: ToyConfig, n_heads: int):
         super().__init__()
@@ -80,8 +100,10 @@ class LookBackModel(nn.Module):
     def forward(self, x: torch.Tensor):
         """x (B, T) -> ``(logits (B, T, n_offsets, V), weights (B, h, T, T))``."""
         B, T = x.shape
-        h = self.tok(x) + self.pos(torch.arange(T, device=x.device))  # (B, T, d_model)
-        out, weights = self.attn(h, h, h, mask=causal_mask(T, device=x.device), need_weights=True)  # (B, T, d_model)
+        tok = self.tok(x)  # (B, T, d_model)
+        h = tok + self.pos(torch.arange(T, device=x.device))  # (B, T, d_model)
+        v = tok if self.cfg.values == "tokens" else h  # (B, T, d_model)
+        out, weights = self.attn(h, h, v, mask=causal_mask(T, device=x.device), need_weights=True)  # (B, T, d_model)
         logits = self.readout(out).view(B, T, len(self.cfg.offsets), self.cfg.vocab)  # (B, T, n, V)
         return logits, weights
 
@@ -92,13 +114,21 @@ def accuracy(logits: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor) -
     return correct[:, valid].float().mean().item()
 
 
+def answer_accuracy(logits: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor) -> list:
+    """Fraction of correct answers for each offset separately, over the valid positions: a list of n floats."""
+    correct = logits.argmax(-1) == targets  # (B, T, n)
+    return correct[:, valid].float().mean(dim=(0, 1)).tolist()
+
+
 @dataclass
 class History:
-    """What :func:`train` returns: the model and its accuracy curve on a fixed evaluation batch."""
+    """What :func:`train` returns: the model, its accuracy curve on a fixed evaluation batch (both answers
+    together) and the same curve per answer (``per_answer[i]`` is a list of (n_offsets,) accuracies)."""
 
     model: LookBackModel
     steps: list = field(default_factory=list)
     accuracy: list = field(default_factory=list)
+    per_answer: list = field(default_factory=list)
 
     @property
     def final_accuracy(self) -> float:
@@ -117,8 +147,10 @@ def train(cfg: ToyConfig, n_heads: int, seed: int = 0) -> History:
         for step in range(cfg.steps + 1):
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 with torch.no_grad():
+                    logits = model(x_eval)[0]
                     hist.steps.append(step)
-                    hist.accuracy.append(accuracy(model(x_eval)[0], y_eval, valid))
+                    hist.accuracy.append(accuracy(logits, y_eval, valid))
+                    hist.per_answer.append(answer_accuracy(logits, y_eval, valid))
             if step == cfg.steps:
                 break
             x, y, valid = make_batch(cfg, cfg.batch, data)
@@ -151,3 +183,43 @@ def head_offsets(weights: torch.Tensor, min_t: int = 0) -> torch.Tensor:
             continue
         rows.append(weights[:, :, ts, ts - k].mean(dim=(0, 2)))  # (h,)
     return torch.stack(rows, dim=1)  # (h, T)
+
+
+# ---------------------------------------------------------------- the long runs, shipped as data
+
+DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
+RUNS_FILE = DATA_DIR / "toy_task_runs.json"  # 3,000 steps, seeds 0-4 (tools/toy_task_runs.py)
+REVIEW_FILE = DATA_DIR / "toy_task_review.json"  # 10,000 steps, seeds 5-8 of the one-head models
+
+
+def load_runs(path=RUNS_FILE) -> dict:
+    """The long runs: ``{"config", "steps", "runs": [{values, heads, seed, accuracy, final_per_answer,
+    steps_to_95, seconds}]}``."""
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+
+
+def group_runs(data: dict) -> dict:
+    """``{(values, heads): [run, ...]}`` in seed order."""
+    groups: dict = {}
+    for run in sorted(data["runs"], key=lambda r: r["seed"]):
+        groups.setdefault((run["values"], run["heads"]), []).append(run)
+    return groups
+
+
+def one_head_bound(vocab: int) -> float:
+    """The best accuracy (both answers together) one head can reach when its output is a blend of two
+    token values and the readout is linear: every answer right when x[t-1] = x[t-3] (a fraction 1/V of
+    the positions), at most 3 of the 4 answers of each pair (a, b), (b, a) otherwise."""
+    return (1 / vocab) * 1 + (1 - 1 / vocab) * 3 / 4
+
+
+def long_runs_alt(data: dict) -> str:
+    """The alt text of the chapter's long-run figure, from the same numbers the chapter prints."""
+    g = group_runs(data)
+    steps = data["steps"][-1]
+    one = [r["accuracy"][-1] for r in g[("tokens", 1)]]
+    pos = [r["accuracy"][-1] for r in g[("tokens+positions", 1)]]
+    many = [r["steps_to_95"] for h in (2, 4) for r in g[("tokens", h)]]
+    return (f"{len(one)} 个种子、{steps} 步的准确率曲线，线是中位数，色带从最差的种子到最好的种子。V 只有 token 的 1 头模型最后在 {min(one):.2f} 到 {max(one):.2f} 之间，"
+            f"都低于 {one_head_bound(data['config']['vocab']):.3f} 的上限；V 带位置的 1 头模型最后在 {min(pos):.2f} 到 {max(pos):.2f} 之间；"
+            f"2 头和 4 头模型每个种子都在 {max(many)} 步以内超过 0.95")

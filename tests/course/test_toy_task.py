@@ -1,8 +1,15 @@
-"""The look-back toy task of chapter 11: data, model shapes, determinism, and the one-vs-many-heads result."""
+"""The look-back toy task of chapter 11: data, model shapes, determinism, the one-vs-many-heads result, the
+one-head bound, and the shipped long runs (one seed retrained and compared)."""
+import json
+import pathlib
+
 import pytest
 import torch
 
-from mha.course.toy_task import LookBackModel, ToyConfig, accuracy, deterministic, head_offsets, make_batch, train
+from mha.course.toy_task import (LookBackModel, ToyConfig, accuracy, answer_accuracy, deterministic, group_runs, head_offsets,
+                          load_runs, long_runs_alt, make_batch, one_head_bound, train, REVIEW_FILE, RUNS_FILE)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_make_batch_targets_look_back():
@@ -13,6 +20,24 @@ def test_make_batch_targets_look_back():
     for t in range(5, 10):
         assert torch.equal(y[:, t, 0], x[:, t - 2])
         assert torch.equal(y[:, t, 1], x[:, t - 5])
+
+
+def test_bad_values_option():
+    with pytest.raises(ValueError, match="values must be one of"):
+        ToyConfig(values="positions")
+
+
+@pytest.mark.parametrize("values", ["tokens", "tokens+positions"])
+def test_value_input_is_what_the_option_says(values):
+    cfg = ToyConfig(values=values)
+    model = LookBackModel(cfg, 2)
+    seen = {}
+    model.attn.register_forward_pre_hook(lambda module, args: seen.update(q=args[0], v=args[2]))
+    x, _, _ = make_batch(cfg, 3, torch.Generator().manual_seed(0))
+    model(x)
+    tok = model.tok(x)
+    assert torch.equal(seen["q"], tok + model.pos.weight)                 # Query: token + position
+    assert torch.equal(seen["v"], tok if values == "tokens" else tok + model.pos.weight)
 
 
 def test_bad_offsets():
@@ -70,13 +95,84 @@ def test_training_is_reproducible():
     assert a.accuracy == b.accuracy
 
 
+def test_answer_accuracy_splits_the_answers():
+    y = torch.tensor([[[0, 1], [2, 3]]])  # (1, T=2, 2)
+    logits = torch.nn.functional.one_hot(torch.tensor([[[0, 0], [2, 0]]]), 4).float()  # right, wrong / right, wrong
+    assert answer_accuracy(logits, y, torch.tensor([True, True])) == [1.0, 0.0]
+    assert accuracy(logits, y, torch.tensor([True, True])) == 0.5
+
+
 def test_two_heads_beat_one_head():
     """The chapter's claim, on a short run: one head stays far below, two heads split the offsets."""
     cfg = ToyConfig(steps=120, eval_every=40)
     one, two = train(cfg, 1), train(cfg, 2)
     assert two.final_accuracy > 0.95
+    assert one.final_accuracy < one_head_bound(cfg.vocab)
     assert two.final_accuracy > one.final_accuracy + 0.25
     x, _, _ = make_batch(cfg, 128, torch.Generator().manual_seed(1))
     with torch.no_grad():
         _, w = two.model(x)
     assert sorted(head_offsets(w, min_t=3).argmax(1).tolist()) == [1, 3]
+
+
+def test_one_head_bound_is_reached_by_a_construction_and_matches_the_count():
+    """The bound 1/V + (1 - 1/V) 3/4 equals the accuracy of the chapter's hand-built one-head solution."""
+    for V in (3, 8, 11):
+        e = torch.eye(V, dtype=torch.float64)
+        pairs = torch.tensor([(a, b) for a in range(V) for b in range(V)])
+        m = 0.52 * e[pairs[:, 0]] + 0.48 * e[pairs[:, 1]]
+        right_1 = m.argmax(1) == pairs[:, 0]
+        # readout 2 prefers the later token of the two: the order term 0.44 c must beat 10 * (0.52 - 0.48) = 0.4
+        # between neighbours and stay below 10 * 0.48 = 4.8 for every outsider, 0.44 * (V - 1) <= 4.4
+        right_3 = (10 * m + 0.44 * torch.arange(V, dtype=torch.float64)).argmax(1) == pairs[:, 1]
+        both = (right_1.double().mean() + right_3.double().mean()).item() / 2
+        assert abs(both - one_head_bound(V)) < 1e-12, V
+    assert one_head_bound(8) == 0.78125
+
+
+def test_shipped_runs_cover_the_grid_and_agree_with_the_bound():
+    data, review = load_runs(RUNS_FILE), load_runs(REVIEW_FILE)
+    groups = group_runs(data)
+    assert sorted(groups) == [("tokens", 1), ("tokens", 2), ("tokens", 4), ("tokens+positions", 1), ("tokens+positions", 2)]
+    assert all([r["seed"] for r in rs] == [0, 1, 2, 3, 4] for rs in groups.values())
+    assert data["steps"][-1] == 3000 and review["steps"][-1] == 10000
+    assert sorted({r["seed"] for r in review["runs"]}) == [5, 6, 7, 8]
+    assert all(len(r["accuracy"]) == len(data["steps"]) for r in data["runs"])
+    bound = one_head_bound(data["config"]["vocab"])
+    one_tok = groups[("tokens", 1)] + group_runs(review)[("tokens", 1)]
+    assert all(max(r["accuracy"]) < bound for r in one_tok), "a one-head run with token-only values beat the proven bound"
+    assert RUNS_FILE.stat().st_size < 16_000 and REVIEW_FILE.stat().st_size < 16_000
+
+
+def test_the_long_run_figure_alt_is_made_from_the_data():
+    cells = json.loads((ROOT / "book" / "11_why_many_heads.ipynb").read_text(encoding="utf-8"))["cells"]
+    alts = [c["metadata"]["mystnb"]["image"]["alt"] for c in cells
+            if "RUNS_FILE" not in "".join(c["source"]) and "groups[key]" in "".join(c["source"])]
+    assert alts == [long_runs_alt(load_runs(RUNS_FILE))]
+
+
+def _kept(steps, accuracy, stored_steps):
+    at = dict(zip(steps, accuracy))
+    return [at[s] for s in stored_steps if s in at]
+
+
+@pytest.mark.parametrize("values", ["tokens", "tokens+positions"])
+def test_retraining_seed_0_reproduces_the_start_of_its_shipped_curve(values):
+    """The first 300 steps of seed 0 (the data stream does not depend on the run's length), to 0.005."""
+    data = load_runs(RUNS_FILE)
+    run = group_runs(data)[(values, 1)][0]
+    hist = train(ToyConfig(steps=300, eval_every=data["config"]["eval_every"], values=values), 1, seed=0)
+    mine = _kept(hist.steps, hist.accuracy, data["steps"])
+    assert len(mine) == len([s for s in data["steps"] if s <= 300])
+    assert max(abs(a - b) for a, b in zip(mine, run["accuracy"])) <= 0.005
+
+
+@pytest.mark.slow
+def test_retraining_seed_0_reproduces_its_whole_shipped_run():
+    """Seed 0 of the chapter's one-head model, all 3,000 steps (about 15-60 s on one core), to 0.005."""
+    data = load_runs(RUNS_FILE)
+    run = group_runs(data)[("tokens", 1)][0]
+    hist = train(ToyConfig(steps=data["steps"][-1], eval_every=data["config"]["eval_every"]), 1, seed=0)
+    mine = _kept(hist.steps, hist.accuracy, data["steps"])
+    assert max(abs(a - b) for a, b in zip(mine, run["accuracy"])) <= 0.005
+    assert max(abs(a - b) for a, b in zip(hist.per_answer[-1], run["final_per_answer"])) <= 0.005

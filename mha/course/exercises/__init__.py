@@ -27,3 +27,10 @@ from .ch13 import *  # noqa: F401,F403,E402
 
 _CHAPTERS += (ch13,)
 __all__ += ch13.__all__
+
+# Chapter 11, why several heads
+from . import ch11  # noqa: E402
+from .ch11 import *  # noqa: F401,F403,E402
+
+_CHAPTERS += (ch11,)
+__all__ += ch11.__all__
