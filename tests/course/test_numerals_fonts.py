@@ -136,3 +136,48 @@ def test_heatmaps_are_readable_on_a_phone(L, S):
     wide.text(0.5, 0.5, "十", fontsize=10)
     assert viz_numerals.smallest_text_css_px(wide) < 9.0  # the old 4-panel rows: 10 pt on a 12 inch figure
     plt.close(wide)
+
+
+@pytest.mark.parametrize("block, word, number", [("encoder", "六千零七十万八千零九十", 60708090), ("decoder", None, 60708090),
+                                                 ("cross", "六千零七十万八千零九十", 60708090), ("cross", "一百四十九万零五", 1490005)])
+def test_heatmap_labels_do_not_overlap(block, word, number):
+    """No two tick labels touch: 11 characters (六千零七十万八千零九十) get one panel a row, "<bos>" stands upright."""
+    reads, writes = ["<bos>"] + list(str(number)), list(str(number)) + ["<eos>"]
+    rows, cols = {"encoder": (list(word or ""), list(word or "")), "decoder": (reads, reads),
+                  "cross": (writes, list(word or ""))}[block]
+    maps = [torch.rand(4, len(rows), len(cols)).softmax(-1) for _ in range(2)]
+    fig = viz_numerals.plot_block_heads(maps, block, rows, cols, layer=1)
+    try:
+        assert viz_numerals.overlapping_labels(fig) == []
+        assert viz_numerals.smallest_text_css_px(fig) >= 9.0
+    finally:
+        plt.close(fig)
+
+
+def test_overlapping_labels_sees_labels_that_touch():
+    fig, ax = plt.subplots(figsize=(1.0, 1.0))
+    ax.set_xticks(range(11))
+    ax.set_xticklabels(list("六千零七十万八千零九十"), fontproperties=viz_numerals.cjk_font(viz_numerals.TICK_PT))
+    try:
+        assert viz_numerals.overlapping_labels(fig)   # 11 characters on one inch: they collide
+    finally:
+        plt.close(fig)
+
+
+def test_chapter_13_stored_heatmaps_keep_9_css_px_text():
+    """The stored PNG (tight bounding box) shown 358 CSS px wide: TICK_PT text stays >= 9 CSS px."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    nb = json.loads((ROOT / "book" / "13_trained_heads.ipynb").read_text(encoding="utf-8"))
+    widths = []
+    for cell in nb["cells"]:
+        if not any(f in "".join(cell["source"]) for f in ("plot_block_heads(", "plot_head_panels(", "plot_head_table(")):
+            continue
+        for out in cell.get("outputs", []):
+            if "image/png" in out.get("data", {}):
+                widths.append(Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"]))).size[0])
+    assert len(widths) == 6   # encoder, decoder, cross, zero- and mean-ablation tables, training snapshots
+    assert all(viz_numerals.TICK_PT * 100 / 72 * 358 / w >= 9.0 for w in widths), widths

@@ -21,7 +21,8 @@ from .words import digit_sources
 
 __all__ = ["teacher_forced", "correct_rows", "teacher_forced_exact_match", "digit_peak_rate", "char_kinds",
            "zero_peak_kinds", "mass_on", "mass_chance", "digit_peak_breakdown", "PLACE_NAMES", "head_means", "evenness",
-           "previous_token_rate", "ablation_accuracies"]
+           "previous_token_rate", "ablation_accuracies", "positional_table", "positional_hit_rate",
+           "digit_peak_rate_from", "digit_peak_by_char", "mass_on_by_query", "joint_peak_rate", "head_summary"]
 
 KINDS = ("digit", "unit", "万", "零")
 
@@ -132,21 +133,23 @@ def mass_chance(batch: Batch, char: str, kind: str, rows: str = "all") -> float:
 PLACE_NAMES = ("个", "十", "百", "千", "万", "十万", "百万", "千万")
 
 
-def digit_peak_breakdown(cross: torch.Tensor, batch: Batch) -> dict:
+def digit_peak_breakdown(cross: torch.Tensor, batch: Batch, table: dict | None = None) -> dict:
     """The alignment statistic of :func:`digit_peak_rate`, by context, with its chance baseline.
 
     For each context, ``{"count": n, "hit": (h,) fraction whose peak is the naming character,
     "weight": (h,) mean weight on it, "chance": mean 1 / S (a head that looks anywhere)}``. Contexts:
     ``"all"``, each place (``"个"`` ... ``"千万"``), ``"after 万"`` (the naming character follows 万)
     and ``"after 零"`` (it follows 零). Only numbers written as their standard reading (``digit_sources``).
+    With a :func:`positional_table`, each entry also has ``"position"``: the content-blind guesser's hit rate.
     """
     stats: dict = {}
 
     def add(ctx, b, t, src, S):
         entry = stats.setdefault(ctx, {"count": 0, "hit": torch.zeros(cross.shape[1]),
-                                       "weight": torch.zeros(cross.shape[1]), "chance": 0.0})
+                                       "weight": torch.zeros(cross.shape[1]), "chance": 0.0, "position": 0.0})
         row = cross[b, :, t, :S]  # (h, S)
         entry["count"] += 1
+        entry["position"] += float(table is not None and table.get((t, S)) == src)
         entry["hit"] += (row.argmax(-1) == src).float()
         entry["weight"] += row[:, src].float()
         entry["chance"] += 1 / S
@@ -165,6 +168,7 @@ def digit_peak_breakdown(cross: torch.Tensor, batch: Batch) -> dict:
         entry["hit"] /= entry["count"]
         entry["weight"] /= entry["count"]
         entry["chance"] /= entry["count"]
+        entry["position"] /= entry["count"]
     return stats
 
 
@@ -257,3 +261,131 @@ def previous_token_rate(weights: torch.Tensor, batch: Batch) -> torch.Tensor:
     """
     per_row = [(row.argmax(-1) == t - 1).float() for t, row in _causal_rows(weights, batch, first=2)]
     return _mean_over_rows(per_row, weights.shape[1])
+
+
+def _digit_rows(batch: Batch, first: int = 0):
+    """Yield ``(b, t, src, S)`` for every non-zero output digit t >= ``first`` and the character that names it."""
+    for b, n in enumerate(batch.numbers):
+        for t, src in enumerate(digit_sources(n)):
+            if src is not None and t >= first:
+                yield b, t, src, _real(batch, b)
+
+
+def positional_table(batch: Batch) -> dict:
+    """``{(t, S): j}``: the source index j that most often names output digit t in numbers S characters long.
+
+    A *content-blind* guesser: it knows the step t and the length S of the reading, never the characters.
+    Build it on training numbers, score it on held-out ones with :func:`positional_hit_rate`.
+    """
+    counts: dict = {}
+    for b, t, src, S in _digit_rows(batch):
+        cell = counts.setdefault((t, S), {})
+        cell[src] = cell.get(src, 0) + 1
+    return {key: max(cell, key=lambda j: (cell[j], -j)) for key, cell in counts.items()}
+
+
+def positional_hit_rate(table: dict, batch: Batch, first: int = 0) -> tuple[float, int]:
+    """``(rate, n)``: how often :func:`positional_table`'s guess is the naming character, over n digits t >= first.
+
+    A pair (t, S) the table never saw counts as a miss.
+    """
+    rows = list(_digit_rows(batch, first))
+    hits = sum(table.get((t, S)) == src for b, t, src, S in rows)
+    return hits / max(len(rows), 1), len(rows)
+
+
+def digit_peak_rate_from(cross: torch.Tensor, batch: Batch, first: int = 0) -> tuple[torch.Tensor, int]:
+    """``((h,) rate, n)``: :func:`digit_peak_rate` over the n non-zero digits at steps t >= ``first`` only."""
+    hits, rows = torch.zeros(cross.shape[1]), 0
+    for b, t, src, S in _digit_rows(batch, first):
+        hits += (cross[b, :, t, :S].argmax(-1) == src).float()
+        rows += 1
+    return hits / max(rows, 1), rows
+
+
+def digit_peak_by_char(cross: torch.Tensor, batch: Batch, first: int = 1) -> dict:
+    """``{character: ((h,) rate, n)}``: :func:`digit_peak_rate` split by the character that names the digit.
+
+    Only steps t >= ``first`` (step 0 always names the first character). ``batch`` may use any writing
+    that keeps the standard reading's character positions (e.g. 大写: 两千 -> 贰仟).
+    """
+    hits: dict = {}
+    for b, t, src, S in _digit_rows(batch, first):
+        ch = batch.words[b][src]
+        h, n = hits.get(ch, (torch.zeros(cross.shape[1]), 0))
+        hits[ch] = (h + (cross[b, :, t, :S].argmax(-1) == src).float(), n + 1)
+    return {ch: (h / n, n) for ch, (h, n) in hits.items()}
+
+
+def mass_on_by_query(weights: torch.Tensor, batch: Batch, char: str) -> dict:
+    """Encoder self-attention on ``char``, split by where the query character stands.
+
+    Returns ``{"before" | "at" | "after": ((h,) mean weight on char, n query rows, uniform baseline mean 1/S)}``
+    over the numbers whose reading contains ``char`` (its first occurrence).
+
+    Args:
+        weights: (B, h, S, S) encoder self-attention weights of one layer.
+    """
+    sums = {g: [torch.zeros(weights.shape[1]), 0, 0.0] for g in ("before", "at", "after")}
+    for b, word in enumerate(batch.words):
+        if char not in word:
+            continue
+        j, S = word.index(char), len(word)
+        for i in range(S):
+            entry = sums["before" if i < j else "at" if i == j else "after"]
+            entry[0] += weights[b, :, i, j]
+            entry[1] += 1
+            entry[2] += 1 / S
+    return {g: (s / max(n, 1), n, c / max(n, 1)) for g, (s, n, c) in sums.items()}
+
+
+def joint_peak_rate(cross: torch.Tensor, batch: Batch, heads) -> float:
+    """Fraction of non-zero output digits where at least one of ``heads`` peaks on the naming character."""
+    rows = list(_digit_rows(batch))
+    hits = sum(bool((cross[b, list(heads), t, :S].argmax(-1) == src).any()) for b, t, src, S in rows)
+    return hits / max(len(rows), 1)
+
+
+@torch.no_grad()
+def head_summary(model: NumeralTransformer, train_numbers, test_numbers, ablation_numbers) -> dict:
+    """What chapter 13 reads off one trained model, for comparing seeds (``tools/numerals_seeds.py --heads``).
+
+    Heads are chosen on ``train_numbers`` and reported on ``test_numbers``: the *aligned* heads (cross-attention
+    heads of any layer whose peak names the digit more often than :func:`positional_table`'s guess), their joint
+    mean-ablation on ``ablation_numbers`` (means from ``train_numbers``), the encoder head that puts most weight on
+    万 (:func:`mass_on_by_query` of it) and the cosine similarities of the 两/二/贰 embeddings.
+    """
+    from .data import SRC_TOKENS
+
+    tb, tm = teacher_forced(model, train_numbers)
+    hb, hm = teacher_forced(model, test_numbers)
+    where = positional_table(tb)
+    pos_train = positional_hit_rate(where, tb)[0]
+    n_layers = len(tm["cross"])
+    train_peak = [digit_peak_rate(tm["cross"][l], tb) for l in range(n_layers)]
+    aligned = [(l, h) for l in range(n_layers) for h in range(train_peak[l].shape[0]) if train_peak[l][h] > pos_train]
+    pos, n_digits = positional_hit_rate(where, hb)
+    test_peak = [digit_peak_rate(hm["cross"][l], hb) for l in range(n_layers)]
+    means = head_means(model, train_numbers)
+    keys = [("cross", l, h) for l, h in aligned]
+    alone = ablation_accuracies(model, ablation_numbers, heads=keys, mode="mean", means=means)
+    with ablate_heads(model, keys, means=means, mode="mean"):
+        joint = teacher_forced_exact_match(model, ablation_numbers)
+    wan_train = [mass_on(tm["encoder"][l], tb, "万", "encoder") for l in range(len(tm["encoder"]))]
+    wan = max(((l, h) for l in range(len(wan_train)) for h in range(wan_train[l].shape[0])),
+              key=lambda lh: wan_train[lh[0]][lh[1]])
+    by_query = mass_on_by_query(hm["encoder"][wan[0]], hb, "万")
+    emb = model.src_embed.weight
+
+    def cos(a, b):
+        return round(torch.nn.functional.cosine_similarity(emb[SRC_TOKENS.index(a)], emb[SRC_TOKENS.index(b)], dim=-1).item(), 3)
+
+    return {"digits": n_digits, "positional": round(pos, 4),
+            "aligned": [{"layer": l, "head": h, "hit": round(test_peak[l][h].item(), 4),
+                         "alone_mean_ablation": alone[("cross", l, h)]} for l, h in aligned],
+            "either": round(joint_peak_rate(hm["cross"][n_layers - 1], hb, [h for l, h in aligned if l == n_layers - 1]), 4),
+            "joint_mean_ablation": joint, "ablation_numbers": len(ablation_numbers),
+            "wan_head": {"layer": wan[0], "head": wan[1],
+                         **{g: [round(w[wan[1]].item(), 3), n, round(c, 3)] for g, (w, n, c) in by_query.items()}},
+            "cos": {"两二": cos("两", "二"), "二贰": cos("二", "贰"), "两贰": cos("两", "贰"),
+                    "二 vs 其余": sorted(cos("二", c) for c in "一三四五六七八九")[::7]}}

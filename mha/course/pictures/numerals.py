@@ -13,7 +13,8 @@ from .style import CMAP, to_numpy
 from .cjk import cjk_font
 
 __all__ = ["plot_block_heads", "plot_head_panels", "plot_loss", "plot_head_table", "row_label", "head_label",
-           "step_label", "BLOCK_TITLES", "DROP_TITLES", "CHINESE_TEXT", "PHONE_WIDTH_IN", "TICK_PT", "smallest_text_css_px"]
+           "step_label", "BLOCK_TITLES", "DROP_TITLES", "CHINESE_TEXT", "PHONE_WIDTH_IN", "TICK_PT", "smallest_text_css_px",
+           "overlapping_labels", "figure_texts"]
 
 BLOCK_TITLES = {"encoder": "编码器自注意力", "decoder": "解码器带掩码的自注意力", "cross": "交叉注意力"}
 _SHORT = {"encoder": "编码器", "decoder": "解码器自注意力", "cross": "交叉注意力"}
@@ -54,7 +55,18 @@ def _labels(ax, rows, cols, size=TICK_PT):
     ax.set_xticklabels(cols, fontproperties=font)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows, fontproperties=font)
+    for label in ax.get_xticklabels():  # "<bos>" stands upright so it cannot run into its neighbour
+        if len(label.get_text()) > 1:
+            label.set_rotation(90)
     ax.tick_params(length=2, pad=1)
+
+
+MIN_CELL_IN = 0.16  # a heat-map cell this wide holds one 8 pt character with room to spare (no touching labels)
+
+
+def _columns(S: int) -> int:
+    """Panels side by side: 2 while a cell stays at least :data:`MIN_CELL_IN` wide, else 1."""
+    return 2 if (PHONE_WIDTH_IN - 0.5 - 0.45 * 2) / (2 * S) >= MIN_CELL_IN else 1
 
 
 def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None = None, suptitle: str | None = None,
@@ -68,7 +80,7 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
         panels: a list of (L, S) weight matrices (tensors or arrays), values in [0, 1].
         row_labels: L query labels; col_labels: S key labels (Chinese characters are fine).
         titles: one title per panel.
-        ncols: panels per row (default: 2, or 1 for a single panel; at most 2).
+        ncols: panels per row (default: 2 when a cell stays :data:`MIN_CELL_IN` wide, else 1; at most 2).
         axis_labels: optional ``(rows, columns)`` words, drawn once under and left of the panels.
 
     Returns:
@@ -82,7 +94,7 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
     L, S = mats[0].shape
     if len(row_labels) != L or len(col_labels) != S:
         raise ValueError(f"labels must match the (L, S) = {(L, S)} maps, got {len(row_labels)} and {len(col_labels)}")
-    ncols = min(2, len(mats)) if ncols is None else ncols
+    ncols = min(_columns(S), len(mats)) if ncols is None else ncols
     if require_int(ncols, "ncols", minimum=1) > 2:
         raise ValueError(f"ncols must be 1 or 2 (phone-readable figures), got {ncols!r}")
     nrows = -(-len(mats) // ncols)
@@ -112,13 +124,14 @@ def plot_head_panels(panels, row_labels, col_labels, titles, ncols: int | None =
     return fig
 
 
-def plot_block_heads(maps, block: str, row_labels, col_labels, layer: int | None = None):
+def plot_block_heads(maps, block: str, row_labels, col_labels, layer: int | None = None, heads=None):
     """The heads of one attention kind for one example: one layer per figure (2 x 2 heads), or every layer.
 
     Args:
         maps: a list with one (h, L, S) weight tensor per layer (one sequence, e.g. ``w[0]``).
         block: ``"encoder"``, ``"decoder"`` or ``"cross"`` (names the figure).
         layer: draw only this layer (0-based); None draws every layer (h panels per layer).
+        heads: draw only these heads (0-based indices; default: every head).
 
     Returns:
         The matplotlib ``Figure``.
@@ -132,8 +145,11 @@ def plot_block_heads(maps, block: str, row_labels, col_labels, layer: int | None
     if layer is not None and require_int(layer, "layer") >= len(mats):
         raise ValueError(f"layer must be an int in [0, {len(mats) - 1}], got {layer!r}")
     h = mats[0].shape[0]
-    panels = [mats[l][i] for l in layers for i in range(h)]
-    titles = [_AXIS["layer"].format(l + 1) + " " + head_label(i) for l in layers for i in range(h)]
+    heads = range(h) if heads is None else list(heads)
+    if not heads or any(require_int(i, "head") >= h for i in heads):
+        raise ValueError(f"heads must be ints in [0, {h - 1}], got {heads!r}")
+    panels = [mats[l][i] for l in layers for i in heads]
+    titles = [_AXIS["layer"].format(l + 1) + " " + head_label(i) for l in layers for i in heads]
     return plot_head_panels(panels, row_labels, col_labels, titles, suptitle=BLOCK_TITLES[block],
                             axis_labels=BLOCK_AXES[block])
 
@@ -186,3 +202,23 @@ def smallest_text_css_px(fig, column_px: float = 358.0, dpi: float = 100.0) -> f
     scale = min(1.0, column_px / (width_in * dpi))
     sizes = [t.get_fontsize() for t in fig.findobj(plt.Text) if t.get_text().strip() and t.get_visible()]
     return min(sizes) * dpi / 72 * scale
+
+
+def figure_texts(fig) -> list[str]:
+    """Every visible text of ``fig`` (titles, tick labels, axis labels, annotations): what a reader can see."""
+    return [t.get_text() for t in fig.findobj(plt.Text) if t.get_text().strip() and t.get_visible()]
+
+
+def overlapping_labels(fig) -> list[tuple[str, str]]:
+    """Pairs of neighbouring tick labels of one axis of ``fig`` whose drawn boxes overlap (empty: all readable)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for ax in fig.axes:
+        for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+            boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels if t.get_text() and t.get_visible()]
+            for (a, box_a), (b, box_b) in zip(boxes, boxes[1:]):
+                if box_a.overlaps(box_b):
+                    out.append((a, b))
+    return out
+
