@@ -145,3 +145,22 @@ def test_notebook_is_valid_nbformat_with_cell_ids(path):
         nbformat.validate(nb)
     ids = [cell.id for cell in nb.cells]
     assert len(ids) == len(set(ids)), f"{path.name}: duplicate cell ids"
+
+
+LECTURE_NUMBER = re.compile(r"讲义\s*0\d\d")  # the lecture files' numbers, which a reader has never seen
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "book").glob("*.md")), ids=lambda p: p.name)
+def test_the_lecture_is_cited_by_title_not_by_file_number(path):
+    """intro.md introduces 《多头自注意力》 and 《原理图（下）》; pages cite them by those names."""
+    if path.suffix == ".ipynb":
+        text = "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown")
+    else:
+        text = path.read_text(encoding="utf-8")
+    assert not LECTURE_NUMBER.findall(text), f"{path.name}: cite 《多头自注意力》 or 《原理图（下）》, not {LECTURE_NUMBER.findall(text)[:3]}"
+
+
+def test_the_intro_names_both_lecture_texts():
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    for title in ("《多头自注意力》", "《原理图（下）》"):
+        assert intro.count(title) >= 2, f"intro.md must introduce {title} (its content) and use the name"
