@@ -45,15 +45,54 @@ def test_goals_summary_and_stored_outputs(path):
     assert any("import mha" in source(c) or "from mha" in source(c) for c in code), f"{path.name} does not use mha"
 
 
+# A reference-solution cell starts with exactly this line (Colab folds the code of a form cell).
+SOLUTION_TITLE = '# @title 参考答案（先自己做，再展开） {display-mode: "form"}'
+# Tags under which Jupyter Book shows neither the code nor the output until the reader asks.
+FOLDS_OUTPUT = {"hide-cell", "hide-output", "remove-cell", "remove-output"}
+
+
+def is_solution(cell):
+    """A reference solution: it carries the title line, or it runs a checker outside the student's record
+    (`check_...(..., record=False)`) or defines a `..._solution` answer, which only reference cells do."""
+    if cell["cell_type"] != "code":
+        return False
+    src = source(cell)
+    return (src.startswith("# @title 参考答案")
+            or bool(re.search(r"\bcheck_\w+\(.*record=False", src))
+            or bool(re.search(r"^(def )?\w+_solution\b", src, re.M)))
+
+
+def solutions(path):
+    return [(i, c) for i, c in enumerate(load(path)["cells"]) if is_solution(c)]
+
+
+def test_solution_cells_are_recognised():
+    """The recogniser finds the marked cells and leaves check cells and student cells alone."""
+    cell = lambda src: {"cell_type": "code", "source": [src], "metadata": {}}
+    assert is_solution(cell(SOLUTION_TITLE + "\nx = 1"))
+    assert is_solution(cell("answer_solution = (2, 7)\ncheck_shape(answer_solution, record=False)"))
+    assert not is_solution(cell("check_shape(answer_1_1)\n"))
+    assert not is_solution(cell('# @title 检查 { display-mode: "form" }\nassert x.shape == (2, 4)'))
+    assert sum(len(solutions(p)) for p in NOTEBOOKS) >= 36
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_reference_solutions_are_hidden_on_site_and_in_colab(path):
-    for cell in load(path)["cells"]:
-        if cell["cell_type"] == "code" and source(cell).startswith("# @title 参考答案"):
-            assert "{ display-mode: \"form\" }" in source(cell).splitlines()[0]
-            assert cell["metadata"].get("cellView") == "form", f"{path.name}: solution without cellView form"
-            tags = cell["metadata"].get("tags", [])
-            assert "hide-input" in tags or "hide-cell" in tags, f"{path.name}: solution without hide-cell (or hide-input)"
-            assert "record=False" in source(cell), f"{path.name}: solution check must not count in the summary"
+    """No answer is visible before the reader asks: the site folds code and output (hide-cell), Colab folds
+    the code (form title) and the stored output holds at most the checker's pass verdict."""
+    for i, cell in solutions(path):
+        where = f"{path.name} cell {i}"
+        assert source(cell).splitlines()[0] == SOLUTION_TITLE, f"{where}: first line must be {SOLUTION_TITLE!r}"
+        assert cell["metadata"].get("cellView") == "form", f"{where}: solution without cellView form"
+        tags = set(cell["metadata"].get("tags", []))
+        assert tags & FOLDS_OUTPUT, f"{where}: tags {sorted(tags)} show the output on the page; tag it hide-cell"
+        assert "record=False" in source(cell), f"{where}: solution check must not count in the summary"
+        shown = []
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) if out.get("output_type") == "stream" else (
+                "".join(out.get("data", {}).get("text/plain", "")) or str(sorted(out.get("data", {}))))
+            shown += [line for line in text.splitlines() if line.strip() and not line.startswith("✅")]
+        assert not shown, f"{where}: stored output gives the answer away in Colab: {shown[:3]}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -116,3 +155,22 @@ def test_notebook_is_valid_nbformat_with_cell_ids(path):
         nbformat.validate(nb)
     ids = [cell.id for cell in nb.cells]
     assert len(ids) == len(set(ids)), f"{path.name}: duplicate cell ids"
+
+
+LECTURE_NUMBER = re.compile(r"讲义\s*0\d\d")  # the lecture files' numbers, which a reader has never seen
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "book").glob("*.md")), ids=lambda p: p.name)
+def test_the_lecture_is_cited_by_title_not_by_file_number(path):
+    """intro.md introduces 《多头自注意力》 and 《原理图（下）》; pages cite them by those names."""
+    if path.suffix == ".ipynb":
+        text = "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown")
+    else:
+        text = path.read_text(encoding="utf-8")
+    assert not LECTURE_NUMBER.findall(text), f"{path.name}: cite 《多头自注意力》 or 《原理图（下）》, not {LECTURE_NUMBER.findall(text)[:3]}"
+
+
+def test_the_intro_names_both_lecture_texts():
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    for title in ("《多头自注意力》", "《原理图（下）》"):
+        assert intro.count(title) >= 2, f"intro.md must introduce {title} (its content) and use the name"
