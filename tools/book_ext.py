@@ -101,7 +101,7 @@ def _on_build_finished(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     outdir = pathlib.Path(app.outdir)
-    site_html.edit_site(outdir, setup_cell.read_repository())
+    site_html.edit_site(outdir, (setup_cell.read_repository(), setup_cell.release_tag()))
     site_search.build_index(outdir)
 
 

@@ -72,16 +72,17 @@ _LAUNCH_END = re.compile(r'(<div class="dropdown dropdown-launch-buttons">.*?)(\
 _IPYNB = re.compile(r'href="([^"]*_sources/[^"]*\.ipynb)"')
 
 
-def local_run_note(ipynb_href: str, repo_url: str, branch: str, dist: str = "mha-course") -> str:
-    """The launch menu's last item: how to run this chapter without Colab or Binder, in a few lines."""
+def local_run_note(ipynb_href: str, repo_url: str, ref: str, dist: str = "mha-course") -> str:
+    """The launch menu's last item: how to run this chapter without Colab, in a few lines; ``ref`` is the
+    release tag the chapter's own setup cell installs."""
     from html import escape
 
     name = escape(ipynb_href.rsplit("/", 1)[-1])
     clone = escape(repo_url.rstrip("/"))
     return (
-        '\n      <li class="mha-local-run"><p><strong>Colab 和 Binder 都打不开？</strong>在自己的电脑上运行本章：</p><ol>'
+        '\n      <li class="mha-local-run"><p><strong>打不开 Colab？</strong>在自己的电脑上运行本章：</p><ol>'
         f'<li><a href="{escape(ipynb_href)}" download>下载本章的 {name}</a></li>'
-        f'<li>安装课程包和 JupyterLab：<code>pip install "{dist} @ git+{clone}@{escape(branch)}" jupyterlab</code></li>'
+        f'<li>安装课程包和 JupyterLab：<code>pip install "{dist} @ git+{clone}@{escape(ref)}" jupyterlab</code></li>'
         f'<li>打开它：<code>jupyter lab {name}</code></li></ol>'
         f'<p>或者 <code>git clone {clone}</code>，在仓库里运行 <code>make lab</code>：版本锁定的环境，各章都在。</p></li>')
 
@@ -96,7 +97,7 @@ KATEX_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 
 def edit_page(text: str, static: str, is_search: bool, unindexed: bool = False, repository: tuple = ()) -> str:
     """The edited HTML of one page; ``static`` is the page's relative path to ``_static/``;
-    ``repository``: (url, branch) for the local-run note of the launch menu (none without it)."""
+    ``repository``: (url, release tag) for the local-run note of the launch menu (none without it)."""
     text = _HIDDEN_TOGGLES.sub("", _PRELOAD.sub("", _DROP.sub("", text)))
     if not unindexed:
         title = _TITLE.search(text)
@@ -141,7 +142,7 @@ def edit_static(static: pathlib.Path) -> None:
 
 
 def edit_site(outdir: pathlib.Path, repository: tuple = ()) -> int:
-    """Edit every page of the built site; return how many. ``repository``: (url, branch), see edit_page."""
+    """Edit every page of the built site; return how many. ``repository``: (url, release tag), see edit_page."""
     count = 0
     for path in outdir.rglob("*.html"):
         rel = path.relative_to(outdir)
