@@ -17,23 +17,15 @@ Without a browser these tests skip with a message; with MHA_REQUIRE_BROWSER=1
 from __future__ import annotations
 
 import json
-import os
-import pathlib
 import re
 import time
-from urllib.parse import urlparse
 
 import pytest
 
 import site_probe
+from site_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PAGE_READY, PHONE, SHOTS, network_gate
 from site_pages import ROOT, colab_url, pages
 
-CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SHOTS = ROOT / "_build" / "screenshots"
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
 PAGES = pages()
 NOTEBOOK_PAGES = [p for p in PAGES if p.is_notebook]
 # A learner's query and the page that must be among its first three results (Pagefind splits
@@ -59,35 +51,7 @@ DARK = "dark"  # the phone pass reads the pages in the dark colour mode, the des
 
 
 
-def _sync_playwright():
-    """playwright's entry point, or skip/fail (MHA_REQUIRE_BROWSER=1) with the reason."""
-    problem = None
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        problem = "the python package `playwright` is not installed (pip install -r requirements.txt)"
-    if problem is None and not os.access(CHROMIUM, os.X_OK):
-        problem = f"no browser at {CHROMIUM} (Debian: apt-get install chromium)"
-    if problem:
-        message = f"browser tests need a browser: {problem}"
-        if os.environ.get("MHA_REQUIRE_BROWSER") == "1":
-            pytest.fail(message + " -- MHA_REQUIRE_BROWSER=1, so this is a failure")
-        pytest.skip(message)
-    return sync_playwright
-
-
-@pytest.fixture(scope="module")
-def server(built_site):
-    assert (built_site.html / "index.html").is_file(), "the site was not built"
-    with site_probe.serve(built_site.html) as url:
-        yield url
-
-
 # Runs in the page once it has loaded: everything the checks need, in one round trip.
-# How far a page sticks out sideways. Measured against the layout viewport (clientWidth): with
-# mobile emulation window.innerWidth grows to the content, so it would never see an overflow.
-PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-
 INSPECT = r"""async () => {
   const imgs = [...document.images];
   imgs.forEach(i => { if (i.loading === 'lazy') i.loading = 'eager'; });
@@ -126,22 +90,6 @@ INSPECT = r"""async () => {
   };
 }""".replace("PAGE_OVERFLOW", PAGE_OVERFLOW)
 
-# Formulas are HTML written at build time: a page is ready once it and its fonts have loaded.
-PAGE_READY = "() => document.readyState === 'complete' && document.fonts.status === 'loaded'"
-
-
-def network_gate(outside: list, current: dict):
-    """A playwright route handler cutting the network off: only the loopback site answers; any other
-    request is aborted and recorded in ``outside`` as ``(current["page"], url)``."""
-    def gate(route):
-        if urlparse(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            outside.append((current["page"], route.request.url))
-            route.abort()
-    return gate
-
-
 def _visit(page, url: str, log: list) -> dict:
     start = time.perf_counter()
     page.goto(url, wait_until="load")
@@ -151,11 +99,6 @@ def _visit(page, url: str, log: list) -> dict:
     report["bytes"] = weight
     report["seconds"] = round(time.perf_counter() - start, 2)
     return report
-
-
-@pytest.fixture(scope="module")
-def sync_playwright():
-    return _sync_playwright()
 
 
 @pytest.fixture(scope="module")

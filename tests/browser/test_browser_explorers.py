@@ -1,6 +1,6 @@
 """The interactive figures on the website: every control changes the figure, in a real browser, offline.
 
-Reuses tests/browser/test_browser.py's server (the strictly built site on 127.0.0.1) and its
+Uses the session's server (tests/browser/conftest.py) (the strictly built site on 127.0.0.1) and its
 browser setup (Debian chromium through playwright, every non-loopback request aborted
 and recorded). On each page that holds an interactive figure (mha.course.page_figures, drawn by
 the site's own vega-embed):
@@ -28,7 +28,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from site_pages import pages
-from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from site_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PHONE, SHOTS, network_gate
 
 import book_ext  # (FIGURE_SCRIPTS, FIGURE_CSS: what a figure page loads)
 
@@ -171,7 +171,7 @@ def _luminance(color: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def explored(sync_playwright, server):  # noqa: F811  (server: the fixture imported from test_browser)
+def explored(sync_playwright, server):
     SHOTS_DIR.mkdir(parents=True, exist_ok=True)
     outside, current = [], {"page": None}
     results = {"pages": {}, "phone": {}, "dark": {}, "toggle": {}, "plain_loads": {}}

@@ -1,6 +1,6 @@
 """Figure text on the website at a 390 px phone: every figure's smallest text >= 9 CSS px, measured.
 
-Same setup as tests/browser/test_browser.py (its fixtures: the strictly built site served on 127.0.0.1, every
+Same setup as every browser test (tests/browser/conftest.py and tests/support/site_browser.py: the strictly built site served on 127.0.0.1, every
 other request aborted and recorded; Debian chromium through playwright). Every page of _toc.yml is
 opened at the phone viewport (390 px, as tests/browser/test_browser.py's phone pass) and measured:
 
@@ -35,7 +35,7 @@ from PIL import Image
 
 import site_probe
 from site_pages import ROOT, pages
-from test_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from site_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, SHOTS, network_gate
 
 from mha.course.pictures.png_text import KEY, NO_TEXT
 from mha.course.pictures.style import MIN_TEXT_PX
@@ -150,7 +150,7 @@ def _phone(browser, outside, current):
 
 
 @pytest.fixture(scope="module")
-def measured(sync_playwright, server):  # noqa: F811  (fixtures from test_browser)
+def measured(sync_playwright, server):
     outside, current, results = [], {"page": None}, {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -221,7 +221,7 @@ BAD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><meta name="viewp
 </article></body></html>"""
 
 
-def test_the_measure_flags_small_scaled_text_and_images_that_do_not_say(sync_playwright, tmp_path):  # noqa: F811
+def test_the_measure_flags_small_scaled_text_and_images_that_do_not_say(sync_playwright, tmp_path):
     (tmp_path / "index.html").write_text(BAD_PAGE, encoding="utf-8")
     (tmp_path / "small.png").write_bytes(_png(1000, 200, "20.00"))
     (tmp_path / "plain.png").write_bytes(_png(200, 100, None))

@@ -1,6 +1,6 @@
 """A phone reader finds the way, in Chinese: the chapter list and the page contents open by tap.
 
-Same setup as tests/browser/test_browser.py (its fixtures: the strictly built site on 127.0.0.1, every other
+Same setup as every browser test (tests/browser/conftest.py and tests/support/site_browser.py: the strictly built site on 127.0.0.1, every other
 request aborted; Debian chromium through playwright), on a 390 px phone with touch. On every page of
 _toc.yml:
 
@@ -20,7 +20,7 @@ import re
 import pytest
 
 from site_pages import pages
-from test_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, network_gate, server, sync_playwright  # noqa: F401
+from site_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, network_gate
 
 PAGES = pages()
 
@@ -70,7 +70,7 @@ def english(strings) -> list:
 
 
 @pytest.fixture(scope="module")
-def tapped(sync_playwright, server):  # noqa: F811  (fixtures from test_browser)
+def tapped(sync_playwright, server):
     outside, current, results = [], {"page": None}, {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -183,7 +183,7 @@ ICON = r"""() => [...document.querySelectorAll('form.bd-search')].filter(f => f.
 })"""
 
 
-def test_search_icon_leaves_the_query_clear(sync_playwright, server):  # noqa: F811
+def test_search_icon_leaves_the_query_clear(sync_playwright, server):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True, locale="zh-CN")
@@ -213,7 +213,7 @@ LOCAL_RUN = r"""() => { const box = document.querySelector('.dropdown-launch-but
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.is_notebook][:1] + [p for p in PAGES if p.name == "13_trained_heads"],
                          ids=lambda p: p.name)
-def test_launch_menu_tells_a_reader_without_colab_how_to_run_the_chapter(sync_playwright, server, page):  # noqa: F811
+def test_launch_menu_tells_a_reader_without_colab_how_to_run_the_chapter(sync_playwright, server, page):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True, locale="zh-CN")
@@ -264,7 +264,7 @@ PRINTED = r"""() => {
 
 
 @pytest.mark.parametrize("name", ["04_split_heads", "13_trained_heads"])
-def test_print_wraps_code_between_words_and_leaves_dead_controls_out(sync_playwright, server, name):  # noqa: F811
+def test_print_wraps_code_between_words_and_leaves_dead_controls_out(sync_playwright, server, name):
     page = next(p for p in PAGES if p.name == name)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)

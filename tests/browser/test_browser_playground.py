@@ -1,6 +1,6 @@
 """Chapter 13's playground in a real browser, offline: the trained model runs in the page.
 
-Reuses tests/browser/test_browser.py's server (the strictly built site on 127.0.0.1) and its browser
+Uses the session's server (tests/browser/conftest.py) (the strictly built site on 127.0.0.1) and its browser
 setup (Debian chromium through playwright, every non-loopback request aborted and recorded).
 On chapter 13 (tools/static/numerals-playground.js):
 
@@ -34,7 +34,7 @@ import pytest
 import torch
 
 from site_pages import pages
-from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from site_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PHONE, SHOTS, network_gate
 
 import fetch_assets
 import export_numerals_onnx as ex
@@ -284,7 +284,7 @@ def test_only_chapter_13_loads_the_playground(built_site):
 
 
 @pytest.mark.parametrize("inflate", [True, False], ids=["gz-files", "no-DecompressionStream"])
-def test_progress_is_right_on_a_compressing_host(sync_playwright, built_site, inflate):  # noqa: F811
+def test_progress_is_right_on_a_compressing_host(sync_playwright, built_site, inflate):
     """A host that gzips every response (Content-Length is the compressed size): the progress still
     counts against the right total, and the model answers."""
     import site_probe

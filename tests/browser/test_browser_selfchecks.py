@@ -1,6 +1,6 @@
 """The self-checks on the built website, answered in a real browser at phone width.
 
-Same setup as tests/browser/test_browser.py (its fixtures: the strictly built site served on
+Same setup as every browser test (tests/browser/conftest.py and tests/support/site_browser.py: the strictly built site served on
 127.0.0.1, headless Debian chromium, every request to another host aborted and recorded).
 On every chapter page with self-checks (mha.course.selfcheck), each question is answered with every
 wrong option (or typical wrong number, and one more that matches none) and then with the right
@@ -16,7 +16,10 @@ import re
 import pytest
 
 import mha.course.selfcheck as sc
-from test_browser import CHROMIUM, CHROMIUM_ARGS, PAGE_READY, PAGE_OVERFLOW, PAGES, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from site_browser import CHROMIUM, CHROMIUM_ARGS, PAGE_OVERFLOW, PAGE_READY, PHONE, SHOTS, network_gate
+from site_pages import pages
+
+PAGES = pages()
 
 QUESTIONS = [(e, i) for e in sc.EXERCISES for i in range(len(sc.questions(e)))]
 NO_MATCH = "12345"  # a number no numeric question lists: the default feedback answers it
@@ -58,7 +61,7 @@ def _attempts(question: dict) -> list:
 
 
 @pytest.fixture(scope="module")
-def answered(sync_playwright, server):  # noqa: F811  (fixtures from test_browser)
+def answered(sync_playwright, server):
     shots = SHOTS / "selfchecks"
     shots.mkdir(parents=True, exist_ok=True)
     outside, pages, results = [], {}, {}
@@ -172,7 +175,7 @@ KEYBOARD = r"""async ([mcId, numId]) => {
 
 
 @pytest.fixture(scope="module")
-def keyboard(sync_playwright, server):  # noqa: F811
+def keyboard(sync_playwright, server):
     mc, num = _first("multiple_choice"), _first("numeric")
     outside, current = [], {"page": "keyboard"}
     results = {}

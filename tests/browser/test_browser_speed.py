@@ -19,7 +19,7 @@ import json
 import pytest
 
 import site_probe
-from test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate, server, sync_playwright  # noqa: F401
+from site_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate
 
 SLOW_PAGES = ["book/intro", "book/04_split_heads", "book/10_masks"]
 MODE_PAGES = [*SLOW_PAGES, "book/formulas", "search"]
@@ -35,7 +35,7 @@ READABLE_S = 9.0  # measured 4.7-7.4 s; before this site change: text after 6-8 
 
 
 @pytest.fixture(scope="module")
-def measured(sync_playwright, server):  # noqa: F811  (fixtures from test_browser)
+def measured(sync_playwright, server):
     outside, timings, axe = [], {}, {}
     current = {"page": None}
     with sync_playwright() as pw:
