@@ -24,6 +24,7 @@ COLAB_PINS = [
     "numpy==2.0.2",
     "matplotlib==3.10.0",
     "ipywidgets==7.7.1",
+    "tqdm==4.67.1",  # Colab ships tqdm (chapter 13's training progress bar)
     "ipython==7.34.0",
     "ipykernel==6.17.1",
     "altair==5.5.0",  # the interactive figures (mha.course.page_figures): Colab draws Altair 5's own html output

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
+from tqdm.auto import tqdm
 
 from ..training import deterministic
 from .data import PAD, training_batch
@@ -76,27 +77,6 @@ class History:
         return plot_loss(self.smoothed(window), window, ax=ax)
 
 
-class _ProgressBar:
-    """A one-line text progress bar (no dependency), redrawn in place with ``\\r``."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.width = total, width
-        self.stream = sys.stdout if stream is None else stream
-        self.start = time.perf_counter()
-        self.every = max(1, total // 100)
-
-    def update(self, step: int, loss: float) -> None:
-        if step % self.every and step != self.total:
-            return
-        filled = int(self.width * step / self.total)
-        bar = "#" * filled + "-" * (self.width - filled)
-        seconds = time.perf_counter() - self.start
-        self.stream.write(f"\rstep {step:5d}/{self.total} [{bar}] loss {loss:.4f}  {seconds:5.1f} s")
-        if step == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def _state(model) -> dict:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
@@ -109,7 +89,7 @@ def train(model_cfg: NumeralConfig | None = None, train_cfg: TrainConfig | None 
         model_cfg: model sizes (default :class:`NumeralConfig`: 4 heads).
         train_cfg: optimisation settings (default :class:`TrainConfig`).
         seed: seeds the initial weights and the training numbers.
-        progress: draw a text progress bar on standard output.
+        progress: show a tqdm progress bar (a widget in Jupyter, text elsewhere).
 
     Returns:
         ``(model, history)``; the model is in eval mode.
@@ -117,7 +97,7 @@ def train(model_cfg: NumeralConfig | None = None, train_cfg: TrainConfig | None 
     model_cfg = NumeralConfig() if model_cfg is None else model_cfg
     train_cfg = TrainConfig() if train_cfg is None else train_cfg
     history = History()
-    bar = _ProgressBar(train_cfg.steps) if progress else None
+    bar = tqdm(total=train_cfg.steps, desc="训练", unit="步", file=sys.stdout, ncols=80) if progress else None
     start = time.perf_counter()
     with deterministic(train_cfg.threads), torch.enable_grad():
         torch.manual_seed(seed)
@@ -141,7 +121,10 @@ def train(model_cfg: NumeralConfig | None = None, train_cfg: TrainConfig | None 
             history.loss.append(loss.item())
             history.lr.append(lr)
             if bar is not None:
-                bar.update(step + 1, history.loss[-1])
+                bar.update(1)
+                bar.set_postfix(loss=f"{history.loss[-1]:.4f}", refresh=False)
+        if bar is not None:
+            bar.close()
         if train_cfg.steps in train_cfg.snapshot_steps:
             history.snapshots[train_cfg.steps] = _state(model)
     history.seconds = time.perf_counter() - start
