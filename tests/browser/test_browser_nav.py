@@ -58,7 +58,7 @@ STRINGS = r"""() => {
   return out;
 }"""
 # Names that stay as they are: products, keys, file types, the book's code names.
-NAMES = {"Colab", "Binder", "Ctrl", "K", ".ipynb", ".pdf", "PyTorch", "GitHub"}
+NAMES = {"Colab", "Binder", "Ctrl", "K", ".ipynb", ".pdf", "PDF", "CITATION.cff", "PyTorch", "GitHub"}
 _CJK = re.compile(r"[\u3400-\u9fff\uff00-\uffef]")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 

@@ -66,7 +66,8 @@ def test_every_page_reports_and_names_the_licences(site, page):
     assert f"{blob}/LICENSE" in hrefs and f"{blob}/LICENSE-CONTENT.md" in hrefs
     assert "MIT" in footer.get_text() and "CC BY-SA 4.0" in footer.get_text()
     assert any(h.startswith(REPO + "/releases/latest/download/") and h.endswith(".pdf") for h in hrefs)
-    assert "binder" not in str(doc).lower(), "Binder was removed (issue 31): no page may offer it"
+    offers = [a.get("href", "") for a in doc.find_all("a") if "binder" in (a.get("href", "") + a.get_text()).lower()]
+    assert not offers, f"Binder was removed (issue 31): no page may offer it: {offers}"
 
 
 def test_errata_page_shows_every_release_of_the_changelog(site):
