@@ -16,17 +16,14 @@ _build/release/mha-course-<version>.pdf).
 """
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import os
 import pathlib
 import shutil
 import sys
-import threading
 import time
 
 import site_report
+from local_server import serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
@@ -97,22 +94,6 @@ READY = r"""() => {
   const figs = [...document.querySelectorAll('.mha-vega-figure')].every(f => f.querySelector('svg, canvas'));
   return imgs && figs && document.fonts.status === 'loaded';
 }"""
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serve(folder: pathlib.Path):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def single_page(folder: pathlib.Path) -> pathlib.Path:

@@ -35,7 +35,7 @@ from PIL import Image
 
 import site_probe
 from site_pages import ROOT, pages
-from site_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, SHOTS, network_gate
+from site_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, SHOTS, phone_context
 
 from mha.course.pictures.png_text import KEY, NO_TEXT
 from mha.course.pictures.style import MIN_TEXT_PX
@@ -141,20 +141,12 @@ def smallest(found: dict):
     return round(min(sizes), 2) if sizes else None
 
 
-def _phone(browser, outside, current):
-    ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
-                              locale="zh-CN", service_workers="block")
-    ctx.route("**/*", network_gate(outside, current))
-    ctx.set_default_timeout(30_000)
-    return ctx
-
-
 @pytest.fixture(scope="module")
 def measured(sync_playwright, server):
     outside, current, results = [], {"page": None}, {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        ctx = _phone(browser, outside, current)
+        ctx = phone_context(browser, outside, current)
         for p in PAGES:
             current["page"] = p.name
             page = ctx.new_page()
@@ -229,7 +221,7 @@ def test_the_measure_flags_small_scaled_text_and_images_that_do_not_say(sync_pla
     outside = []
     with site_probe.serve(tmp_path) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        page = _phone(browser, outside, {"page": "bad"}).new_page()
+        page = phone_context(browser, outside, {"page": "bad"}).new_page()
         found = measure(page, f"{url}/index.html")
         browser.close()
     bad = problems("bad", found)

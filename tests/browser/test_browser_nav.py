@@ -20,7 +20,7 @@ import re
 import pytest
 
 from site_pages import pages
-from site_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, network_gate
+from site_browser import CHROMIUM, CHROMIUM_ARGS, PHONE, network_gate, phone_context
 
 PAGES = pages()
 
@@ -74,10 +74,7 @@ def tapped(sync_playwright, server):
     outside, current, results = [], {"page": None}, {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
-                                  locale="zh-CN", service_workers="block")
-        ctx.route("**/*", network_gate(outside, current))
-        ctx.set_default_timeout(30_000)
+        ctx = phone_context(browser, outside, current)
         for p in PAGES:
             current["page"] = p.name
             page = ctx.new_page()

@@ -19,7 +19,7 @@ import json
 import pytest
 
 import site_probe
-from site_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate
+from site_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, SHOTS, network_gate, phone_context
 
 SLOW_PAGES = ["book/intro", "book/04_split_heads", "book/10_masks"]
 MODE_PAGES = [*SLOW_PAGES, "book/formulas", "search"]
@@ -40,10 +40,7 @@ def measured(sync_playwright, server):
     current = {"page": None}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        slow = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
-                                   locale="zh-CN", service_workers="block")
-        slow.route("**/*", network_gate(outside, current))
-        slow.set_default_timeout(60_000)
+        slow = phone_context(browser, outside, current, timeout_ms=60_000)
         for name in SLOW_PAGES:
             current["page"] = name
             page = slow.new_page()

@@ -55,3 +55,13 @@ def sync_playwright_or_skip():
             pytest.fail(message + " -- MHA_REQUIRE_BROWSER=1, so this is a failure")
         pytest.skip(message)
     return sync_playwright
+
+
+def phone_context(browser, outside: list, current: dict, timeout_ms: int = 30_000):
+    """A 390 px phone (2x screen, touch, zh-CN, no service worker) cut off from the network
+    (:func:`network_gate`), with ``timeout_ms`` as the default wait."""
+    ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
+                              locale="zh-CN", service_workers="block")
+    ctx.route("**/*", network_gate(outside, current))
+    ctx.set_default_timeout(timeout_ms)
+    return ctx

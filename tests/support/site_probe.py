@@ -1,6 +1,6 @@
 """Measurements of a page in the browser, shared by the browser tests (playwright, Chromium).
 
-- :func:`serve`: a folder (the built site, a test page) on 127.0.0.1, for as long as a ``with`` block runs
+- :func:`serve` (tools/local_server.py): a folder (the built site, a test page) on 127.0.0.1, for as long as a ``with`` block runs
   (``compress=True``: as a compressing host serves it, every body but a ``.gz`` file gzip-encoded);
 - :func:`fresh`: a first visit (Chromium's cache off for that page, through CDP);
 - :func:`first_visit_bytes`: what the page fetched (uncompressed bytes, by kind);
@@ -13,54 +13,16 @@
 """
 from __future__ import annotations
 
-import contextlib
-import functools
-import gzip
-import http.server
-import io
 import pathlib
-import threading
 from urllib.parse import quote
+
+from local_server import serve  # noqa: F401  (the tests use site_probe.serve)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 AXE_JS = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 SLOW = {"offline": False, "latency": 150, "downloadThroughput": 1.6e6 / 8, "uploadThroughput": 0.75e6 / 8}
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SEVERE = ("critical", "serious")
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest's output clean
-        pass
-
-
-class _GzipHandler(_QuietHandler):
-    """A host that compresses on the fly (Content-Encoding: gzip, Content-Length of the compressed body)."""
-
-    def send_head(self):
-        path = pathlib.Path(self.translate_path(self.path))
-        if not path.is_file() or path.suffix == ".gz":
-            return super().send_head()
-        body = gzip.compress(path.read_bytes(), compresslevel=6)
-        self.send_response(200)
-        self.send_header("Content-Type", self.guess_type(str(path)))
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        return io.BytesIO(body)
-
-
-@contextlib.contextmanager
-def serve(folder, compress: bool = False):
-    """Serve ``folder`` over HTTP on 127.0.0.1 (a free port) inside the block; yields its base URL."""
-    handler = _GzipHandler if compress else _QuietHandler
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def fresh(page):
