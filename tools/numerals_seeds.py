@@ -3,12 +3,17 @@
 
     python tools/numerals_seeds.py        # six trainings, about six minutes on one laptop core
     python tools/numerals_seeds.py --heads  # the 4-head model of seeds 0, 1, 2: chapter 13's head readings
+    python tools/numerals_seeds.py --ablations  # the shipped model's ablation study (about 15 s)
 
 ``--heads`` writes ``mha/course/data/numerals_heads_seeds.json``: for each seed, the readings of
 :func:`mha.course.numerals.analysis.head_summary` (aligned heads chosen on training numbers and reported on held-out
 ones, their joint mean-ablation, the 万 head split by query position, the 两/二/贰 embedding cosines).
 Seed 0 is the shipped model; ``tests/course/test_numerals_heads_seeds.py`` recomputes its row. Seeds 1 and 2
 are trained in about 6 minutes each on an idle core (the chapter reads the JSON).
+
+``--ablations`` writes ``mha/course/data/numerals_ablations.json``, chapter 13's
+:func:`mha.course.numerals.analysis.ablation_study` of the shipped model, so that the chapter runs in
+under 30 s; ``tests/course/test_numerals_ablations.py`` recomputes it.
 
 Seed 0 is the shipped pair; ``tests/course/test_numerals_training.py`` checks that retraining it reproduces
 its row. The chapter reads the JSON instead of training six models.
@@ -57,6 +62,26 @@ def heads_row(seed: int) -> dict:
         return {"seed": seed, **head_summary(model.double().eval(), *heads_arguments())}
 
 
+def ablations_row() -> dict:
+    """The shipped model's :func:`ablation_study`: 1000 held-out numbers, means and the aligned pair (the last
+    cross-attention layer's heads that beat the positional guess) from 2000 training numbers, as chapter 13 does."""
+    import torch
+
+    from mha.course.numerals import load_pretrained
+    from mha.course.numerals import analysis as A
+
+    model = load_pretrained().double().eval()
+    train_numbers, _, ablation_numbers = heads_arguments()
+    with torch.no_grad():
+        batch, maps = A.teacher_forced(model, train_numbers)
+        positional = A.positional_hit_rate(A.positional_table(batch), batch)[0]
+        last = len(maps["cross"]) - 1
+        peak = A.digit_peak_rate(maps["cross"][last], batch)
+        pair = [("cross", last, h) for h in range(peak.shape[0]) if peak[h] > positional]
+        study = A.ablation_study(model, ablation_numbers, A.head_means(model, train_numbers), pair)
+    return A.ablation_study_to_json(study)
+
+
 def run(kind: str, seed: int, test=None, categories=None) -> dict:
     """Train ``kind``'s shipped configuration with ``seed``; its held-out errors and category table (float64)."""
     info = shipped_info(kind)
@@ -70,6 +95,11 @@ def run(kind: str, seed: int, test=None, categories=None) -> dict:
 
 
 def main() -> None:
+    if "--ablations" in sys.argv[1:]:
+        from mha.course.numerals.analysis import ABLATION_FILE
+
+        (DATA_DIR / ABLATION_FILE).write_text(json.dumps(ablations_row(), indent=1) + "\n", encoding="utf-8")
+        return
     if "--heads" in sys.argv[1:]:
         rows = [heads_row(seed) for seed in SEEDS]
         HEADS_FILE.write_text(json.dumps(rows, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -389,3 +389,57 @@ def head_summary(model: NumeralTransformer, train_numbers, test_numbers, ablatio
                          **{g: [round(w[wan[1]].item(), 3), n, round(c, 3)] for g, (w, n, c) in by_query.items()}},
             "cos": {"两二": cos("两", "二"), "二贰": cos("二", "贰"), "两贰": cos("两", "贰"),
                     "二 vs 其余": sorted(cos("二", c) for c in "一三四五六七八九")[::7]}}
+
+
+ABLATION_MODES = ("zero", "mean", "position_mean")
+ABLATION_FILE = "numerals_ablations.json"  # in mha/course/data: chapter 13's ablation_study of the shipped model
+
+
+@torch.no_grad()
+def ablation_study(model: NumeralTransformer, numbers, means: dict, pair, n_top: int = 6) -> dict:
+    """Chapter 13's ablations on ``numbers`` (teacher-forced exact match, see :func:`ablation_accuracies`).
+
+    Every head alone, zeroed and replaced by its mean (``means``: :func:`head_means`); the ``n_top`` heads whose
+    zeroing hurts most, the heads of ``pair`` and the ``n_top`` whose mean hurts most also by their per-position
+    mean; and the heads of ``pair`` all at once, in each mode.
+
+    Returns:
+        ``{"numbers": N, "base": accuracy with every head, "ablated": {mode: {(block, layer, head): accuracy}},
+        "top": [(block, layer, head), ...], "pair": [...], "joint": {mode: accuracy}}``.
+    """
+    pair = [tuple(key) for key in pair]
+    ablated = {mode: ablation_accuracies(model, numbers, mode=mode, means=means) for mode in ABLATION_MODES[:2]}
+    worst = {mode: sorted(ablated[mode], key=lambda k: ablated[mode][k])[:n_top] for mode in ablated}
+    top = worst["zero"] + [k for k in pair if k not in worst["zero"]]
+    top += [k for k in worst["mean"] if k not in top]
+    ablated["position_mean"] = ablation_accuracies(model, numbers, heads=top, mode="position_mean", means=means)
+    joint = {}
+    for mode in ABLATION_MODES:
+        with ablate_heads(model, pair, means=means, mode=mode):
+            joint[mode] = teacher_forced_exact_match(model, numbers)
+    return {"numbers": len(numbers), "base": teacher_forced_exact_match(model, numbers), "ablated": ablated,
+            "top": top, "pair": pair, "joint": joint}
+
+
+def _key(text: str) -> tuple:
+    block, layer, head = text.split("/")
+    return block, int(layer), int(head)
+
+
+def ablation_study_to_json(study: dict) -> dict:
+    """:func:`ablation_study`'s result with its (block, layer, head) keys written ``"block/layer/head"``."""
+    name = "/".join
+    return {**study, "ablated": {m: {name(map(str, k)): a for k, a in acc.items()} for m, acc in study["ablated"].items()},
+            "top": [name(map(str, k)) for k in study["top"]], "pair": [name(map(str, k)) for k in study["pair"]]}
+
+
+def stored_ablation_study() -> dict:
+    """The shipped model's :func:`ablation_study` (1000 held-out numbers, means of 2000 training numbers), as
+    ``tools/numerals_seeds.py --ablations`` wrote it; ``tests/course/test_numerals_ablations.py`` recomputes it."""
+    import json
+
+    from . import DATA_DIR
+
+    raw = json.loads((DATA_DIR / ABLATION_FILE).read_text(encoding="utf-8"))
+    return {**raw, "ablated": {m: {_key(k): a for k, a in acc.items()} for m, acc in raw["ablated"].items()},
+            "top": [_key(k) for k in raw["top"]], "pair": [_key(k) for k in raw["pair"]]}
