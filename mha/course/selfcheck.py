@@ -331,26 +331,16 @@ def _variance():
 
 
 @_exercise("6.1")
-def _concat_shapes():
-    B, h, L, d_k = ch06.CONCAT_CASE
-    heads = torch.zeros(B, h, L, d_k)
-    t = heads.transpose(1, 2)
-    concat = t.contiguous().view(B, L, -1)
-    assert concat.shape == merge_heads(heads).shape  # the lecture's Concat is exactly this
-    given = f"`heads` 的形状是 {_shape((B, h, L, d_k))}（B, h, L, d_k）。"
-    return [
-        _shape_choice(given + "`t = heads.transpose(1, 2)` 之后，t 的形状是？", tuple(t.shape),
-                      "transpose(1, 2) 交换第 1 轴（头）和第 2 轴（token）：(B, L, h, d_k)。",
-                      [((B, h, L, d_k), "transpose(1, 2) 交换了第 1、2 轴，形状变了。"),
-                       ((B, h, d_k, L), "这是 transpose(2, 3)（也就是 transpose(-2, -1)）的结果。"),
-                       ((h, B, L, d_k), "轴从 0 开始数：交换的是第 1、2 轴（头和 token），不是第 0、1 轴。")]),
-        _shape_choice(f"接着 `concat = t.contiguous().view({B}, {L}, -1)`，concat 的形状是？",
-                      tuple(concat.shape),
-                      f"view 把每个 token 的 (h, d_k) 合成一维，-1 由 PyTorch 算出：{h} × {d_k} = {h * d_k}。",
-                      [((B, L, d_k), f"只剩一个头的宽度；拼接之后宽度是 h × d_k = {h * d_k}。"),
-                       ((B, L, h, d_k), "view 把最后两维 (h, d_k) 合成了一维。"),
-                       ((B, L, h + d_k), f"-1 让 PyTorch 算出剩下的大小：{h} × {d_k}，不是 {h} + {d_k}。")]),
-    ]
+def _concat_source():
+    L, h, d_k = ch06.SOURCE_CASES[0]
+    t, j = 2, 37
+    truth = ch06.source_map(merge_heads, L, h, d_k)[(t, j)]
+    show = lambda v: f"heads[b, {v[0]}, {v[1]}, {v[2]}]"  # noqa: E731
+    return [_choice(
+        f"`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k），`concat = mha.merge_heads(heads)`。"
+        f"`concat[b, {t}, {j}]` 是 heads 里的哪一个数？（下标都从 0 数）", truth,
+        f"每个头占连续的 d_k = {d_k} 列：{j} // {d_k} = {truth[0]} 是头，{j} % {d_k} = {truth[2]} 是头里的第几维，token 不动。",
+        [(wrong(t, j, L, h, d_k), why + "。") for _, wrong, why in ch06.SOURCE_WRONGS[:3]], label=show)]
 
 
 @_exercise("7.1")

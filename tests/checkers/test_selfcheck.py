@@ -24,7 +24,7 @@ import torch
 
 import mha.course.selfcheck as sc
 from mha.course import exercises as ex
-from mha.course.exercises import ch02, ch05, ch09, ch10
+from mha.course.exercises import ch02, ch05, ch06, ch09, ch10
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 import setup_cell
@@ -131,13 +131,15 @@ def test_variances_are_the_theory():
         assert (low, high) == pytest.approx((truth * (1 - ch05.VARIANCE_RTOL), truth * (1 + ch05.VARIANCE_RTOL)))
 
 
-def test_concat_shapes_agree_with_the_checker(capsys):
-    t = [v for v, ok in _choices("6.1", 0) if ok][0]
-    concat = [v for v, ok in _choices("6.1", 1) if ok][0]
-    for value, correct in _choices("6.1", 0):
-        assert passes(ex.check_concat_shapes, (value, concat), capsys) == correct, value
-    for value, correct in _choices("6.1", 1):
-        assert passes(ex.check_concat_shapes, (t, value), capsys) == correct, value
+def test_concat_source_choice_agrees_with_the_checker(capsys):
+    """Each option of 6.1's self-check is what one mapping gives; the checker passes exactly the right one's."""
+    L, h, d_k = ch06.SOURCE_CASES[0]
+    buggy = lambda t, j, L, h, d: ((t * h * d + j) // (L * d), (t * h * d + j) // d % L, (t * h * d + j) % d)  # noqa: E731
+    maps = [lambda t, j, L, h, d: (j // d, t, j % d)] + [wrong for _, wrong, _ in ch06.SOURCE_WRONGS]
+    for a in sc.questions("6.1")[0]["answers"]:
+        value = tuple(int(n) for n in re.findall(r"\d+", label(a)))
+        (fn,) = [m for m in maps if m(2, 37, L, h, d_k) == value]
+        assert passes(ex.check_concat_source, {"right": fn, "buggy": buggy}, capsys) == a["correct"], label(a)
 
 
 def test_padding_mask_choice_agrees_with_the_checker(capsys):

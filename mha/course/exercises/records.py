@@ -112,3 +112,40 @@ def check_repair(run, bugs, atol: float = 1e-6) -> None:
         expect_shape(out, bug.want.shape, what, hint=bug.shape_hint)
         expect_close(out, bug.want, what, hint=bug.hint)
         expect_gradients(out, {"wrong": bug.wrong}, 'answer["repair"] 的返回值')
+
+
+def dict_answer(answer, keys, example: str) -> dict:
+    """The answer must be a dict with ``keys`` (``...`` in any of them: not done yet)."""
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict) or not set(keys) <= set(answer):
+        got = "，缺少键 " + str([k for k in keys if k not in answer]) if isinstance(answer, dict) else \
+            f"，却收到了 {type(answer).__name__}"
+        raise Mistake(f"答案应该是字典 {example}{got}")
+    if any(answer[k] is Ellipsis for k in keys):
+        raise NotDone()
+    return answer
+
+
+def name_choice(got, truth, wrongs, what: str, hint: str) -> None:
+    """A predicted value (a tuple, a list, a set of names): right, one of the typical ``wrongs`` ``[(value, why)]``
+    (named with its reason), or wrong with ``hint``."""
+    if got == truth:
+        return
+    for value, why in wrongs:
+        if got == value:
+            raise Mistake(f"{what} = {got}：{why}")
+    raise Mistake(f"{what} = {got} 不对。{hint}")
+
+
+def as_names(value, allowed, what: str) -> frozenset:
+    """A list/tuple/set of names, each one of ``allowed`` (a single name counts as a list of one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
+        raise Mistake(f"{what} 应该是名字的列表，例如 [{', '.join(repr(a) for a in list(allowed)[:2])}]，"
+                      f"可选的有 {list(allowed)}")
+    unknown = [v for v in value if v not in allowed]
+    if unknown:
+        raise Mistake(f"{what} 里有不认识的名字 {unknown}；可选的有 {list(allowed)}")
+    return frozenset(value)
