@@ -344,42 +344,30 @@ def _concat_source():
 
 
 @_exercise("7.1")
-def _w_o_count():
-    layer = MultiHeadAttention(ch07.W_O_D_MODEL, ch07.W_O_HEADS)
-    d, h, d_k = layer.d_model, layer.n_heads, layer.d_k
-    truth = _count(layer.W_o)
+def _head_matrix_rank():
+    d, h = ch07.RANK_QUESTION["d_model"], ch07.RANK_QUESTION["n_heads"]
+    d_k = d // h
+    truth = int(torch.linalg.matrix_rank(ch07.head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
     return [_number(
-        f"讲义的层里，最终的 Linear `W_o` 是 `nn.Linear({d}, {d})`（带偏置）。它有多少个可训练的参数？", truth,
-        f"weight 有 {d}×{d} 个，bias 有 {d} 个，一共 {truth}。",
-        [(layer.W_o.weight.numel(), f"只数了权重矩阵，忘了 bias 的 {d} 个参数。"),
-         (h * d_k * d_k, f"W^O 不是每个头各一块 {d_k}×{d_k} 的小矩阵；它作用在整条 {d} 维的拼接结果上。"),
-         (_count(layer), "这是整层四个 Linear 的参数；这里只问 W^O。")],
-        f"提示：nn.Linear({d}, {d}) 有一个 {d}×{d} 的 weight 和一个长度 {d} 的 bias。")]
+        f"《讲义一》的层（d_model = {d}，{h} 个头）。头 i 的 M_i = W^V_i W^O_i 是 {d}×{d} 的矩阵。它的秩最大是多少？", truth,
+        f"W^V_i 是 {d}×{d_k}，W^O_i 是 {d_k}×{d}：数据中途只经过 {d_k} 维，乘积的秩不超过 {d_k}。",
+        [(d, f"{d}×{d} 的矩阵不一定满秩：它是两个矩阵的乘积，中间只有 d_k = {d_k} 维。"),
+         (h, f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制。"),
+         (d_k * d_k, "秩是线性无关的行数，不超过 d_k，不是 d_k²。")],
+        f"提示：({d} × {d_k}) 乘 ({d_k} × {d})，中间最窄的地方有多宽？")]
 
 
 @_exercise("8.1")
-def _layer_shapes():
-    B, L, S, d, h = 3, 5, 7, 12, 3
-    shapes = ch08.reference_shapes(B, L, S, d, h)
-    d_k = d // h
-    setting = f"一次交叉注意力：B = {B}，query 长度 L = {L}，key/value 长度 S = {S}，d_model = {d}，n_heads = {h}。"
-    return [
-        _shape_choice(setting + "投影并分头之后的 Q（split_q）形状是？", shapes["split_q"],
-                      f"(B, L, d_model) 分成 {h} 个头：(B, h, L, d_k)，d_k = {d} / {h} = {d_k}。",
-                      [((B, L, h, d_k), "view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面。"),
-                       ((B, h, L, d), f"每个头只有 d_k = {d_k} 维。"),
-                       ((B, h, S, d_k), f"Q 来自 query 一侧，长度是 L = {L}，不是 S。")]),
-        _shape_choice("设定同上。注意力分数 scores 的形状是？", shapes["scores"],
-                      "一行属于一个 query，一列属于一个 key：(B, h, L, S)。",
-                      [((B, h, L, L), f"scores 的最后一维是 key 的长度 S = {S}，不是 query 的长度 L。"),
-                       ((B, h, L, d_k), "这是每个头输出（heads）的形状。"),
-                       ((B, L, S), "少了头的轴：每个头都有自己的一张分数表。")]),
-        _shape_choice("设定同上。层的输出 output 的形状是？", shapes["output"],
-                      "Concat 之后宽度回到 d_model，W^O 不改形状；输出的每一行对应一个 query。",
-                      [((B, S, d), f"输出的每一行对应一个 query，长度跟着 L = {L}，不是 S。"),
-                       ((B, h, L, d_k), "后面还有 Concat 和 W^O，输出回到 (B, L, d_model)。"),
-                       ((B, L, S), "这是（对头平均后的）注意力权重的形状，不是输出。")]),
-    ]
+def _zeroed_weight():
+    names = lambda v: "、".join(ch08.PROPERTIES[k] for k in sorted(v)) or "三条都不成立"  # noqa: E731
+    truth = ch08.ablation_truth("W_k")
+    return [_choice(
+        "自注意力层（Q = K = V = x，偏置都不为 0）只把 `W_k.weight` 换成全 0，偏置保留。下面哪一组性质成立？", truth,
+        "每个 key 都变成同一个 b^K：同一行的分数全相等，权重均匀；每个 query 得到同一个 V′ 的平均，输出行全一样。",
+        [(frozenset({"uniform"}), "每个 query 都得到 V′ 的同一个平均，输出行也全一样。"),
+         (frozenset(), "偏置还在：K′ = b^K 对每个 key 都一样，同一行的分数全相等。"),
+         (frozenset({"rows_equal", "uniform", "bias_only"}), "V′ 没受影响，输出不只是 W_o 的偏置。")],
+        label=names)]
 
 
 @_exercise("9.1")
