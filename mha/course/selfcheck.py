@@ -387,28 +387,16 @@ def _padding_mask_kind():
 
 
 @_exercise("9.3")
-def _middle_widths():
-    B, L, d, h, d_k, d_v = 1, 4, 6, 2, 2, 4  # the chapter's example
-    shapes = ch09.middle_shapes(B, L, d, h, d_k, d_v)
-    setting = (f"自注意力，B = {B}，L = {L}，d_model = {d}，n_heads = {h}，但每个头的 Q、K 宽 d_k = {d_k}，"
-               f"V 宽 d_v = {d_v}。")
-    return [
-        _shape_choice(setting + "分头之后的 v 形状是？", shapes["v"],
-                      f"V 的每个头宽 d_v = {d_v}：(B, h, L, d_v)。",
-                      [((B, h, L, d_k), "V 的宽度由 d_v 决定，不是 d_k：d_k 只属于要做点积的 Q 和 K。"),
-                       ((B, h, L, d // h), f"每个头的宽度现在是题目给的 d_v = {d_v}，不再是 d_model / h = {d // h}。"),
-                       ((B, L, h, d_v), "分头之后要 transpose，把头的轴放到 token 的轴前面。")]),
-        _shape_choice("设定同上。Concat 之后（concat）的形状是？", shapes["concat"],
-                      f"Concat 把 {h} 个 {d_v} 维的头拼起来：h·d_v = {h * d_v}。",
-                      [((B, L, d), f"中间的宽度不再是 d_model；拼起来是 h·d_v = {h * d_v}。"),
-                       ((B, L, h * d_k), "Concat 拼的是每个头的输出，它的宽度由 d_v 决定，不是 d_k。"),
-                       ((B, h, L, d_v), "这是 Concat 之前各个头的输出 heads。")]),
-        _shape_choice("设定同上。W^O 之后（output）的形状是？", shapes["output"],
-                      f"W^O 把 h·d_v = {h * d_v} 映射回 d_model = {d}，输出和输入形状相同。",
-                      [((B, L, h * d_v), "最后的 W^O 把 h·d_v 映射回 d_model。"),
-                       ((B, L, h * d_k), "输出的宽度由 W^O 决定：回到 d_model。"),
-                       ((B, h, L, d_v), "后面还有 Concat 和 W^O。")]),
-    ]
+def _pad_change():
+    weights_rows, output_rows = ch09.pad_change_truth()
+    L, pad = ch09.PAD_QUESTION["L"], ch09.PAD_QUESTION["pad_at"]
+    return [_choice(
+        "“You are welcome PAD”，用本章的 padding 掩码。只把 PAD 的词向量从 0 换成别的数，层的输出里哪些行会变？（行号从 0 数）",
+        str(output_rows),
+        f"PAD 的 key 被挡住、value 的权重为 0，别的行都不受影响；只有 PAD 自己那一行（第 {pad} 行）的 query 变了。",
+        [(str([]), "PAD 作为 query 的那一行照常算，它的 query 由 PAD 的词向量算出，会跟着变。"),
+         (str(list(range(L))), "PAD 的 key 被掩码挡住，value 的权重为 0：别的 query 的输出不受影响。"),
+         (str(list(range(pad))), "正好反了：前三行不受影响，变的是 PAD 自己那一行。")], code=True)]
 
 
 def _matrix(rows) -> str:

@@ -208,9 +208,18 @@ def _truths(exercise_id):
 def test_shape_answers_match_the_lecture_formulas():
     assert _truths("3.1") == [(2, 6, 512)]  # K′ in cross-attention: (B, S, d_model)
     assert _truths("4.1") == [(2, 8, 4, 64)]
-    assert _truths("8.1") == [(3, 3, 5, 4), (3, 3, 5, 7), (3, 5, 12)]  # (B, h, L, d_k), (B, h, L, S), (B, L, d_model)
-    assert _truths("9.3") == [(1, 2, 4, 4), (1, 4, 8), (1, 4, 6)]  # (B, h, L, d_v), (B, L, h d_v), (B, L, d_model)
-    assert _truths("10.3") == [(4, 1, 1, 11), (4, 8, 7, 11), (4, 7, 64)]  # (B, 1, 1, S), (B, h, L, S), (B, L, d_model)
+
+
+def test_prediction_choices_agree_with_the_checkers(capsys):
+    """8.1, 9.3, 10.3: the right option is what the checker accepts, each wrong option a mistake it refuses."""
+    names = {ex.ch08.PROPERTIES[k]: k for k in ex.ch08.PROPERTIES}
+    ablated = {n: sorted(ex.ch08.ablation_truth(n)) for n in ("W_q", "W_k", "W_v", "W_o")}
+    for a in sc.questions("8.1")[0]["answers"]:
+        said = [names[t] for t in label(a).split("、") if t in names]
+        assert passes(ex.check_zeroed_weight, {**ablated, "W_k": said}, capsys) == a["correct"], label(a)
+    for a in sc.questions("9.3")[0]["answers"]:
+        answer = {"weights_rows": [3], "output_rows": ast.literal_eval(label(a))}
+        assert passes(ex.check_pad_change, answer, capsys) == a["correct"], label(a)
 
 
 def test_counts_match_the_formula():
