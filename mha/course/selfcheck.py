@@ -438,27 +438,17 @@ def _decoder_row():
 
 
 @_exercise("10.3")
-def _cross_shapes():
-    B, L, S, d, h = 4, 7, 11, 64, 8  # not the chapter's numbers: predict, do not read off the printout
-    shapes = ch10.cross_shapes(B, L, S, d, h)
-    setting = f"交叉注意力：B = {B}，解码器一侧 L = {L}（query），编码器一侧 S = {S}（key/value），d_model = {d}，n_heads = {h}。"
-    return [
-        _shape_choice(setting + "编码器一侧的 padding mask（`mha.padding_mask` 的形状）是？", shapes["mask"],
-                      "PAD 在 key（编码器）一侧：(B, 1, 1, S)，头和 query 的轴靠广播。",
-                      [((B, 1, L, S), "这是和因果掩码合并之后的形状；交叉注意力只用编码器的 padding mask。"),
-                       ((B, S), "(B, S) 会被右对齐到 (L, S) 上，要写成 (B, 1, 1, S)。"),
-                       ((B, 1, 1, L), f"padding mask 挡住的是 key（编码器一侧，长度 S = {S}），不是 query。")]),
-        _shape_choice("设定同上。注意力权重 weights 的形状是？", shapes["weights"],
-                      "一行属于一个 query（L 个），一列属于一个 key（S 个），每个头一张：(B, h, L, S)。",
-                      [((B, h, S, L), "行是 query（L 个），列是 key（S 个）。"),
-                       ((B, h, L, L), "交叉注意力里 L ≠ S，权重表不是方阵。"),
-                       ((B, L, S), "每个头有自己的一张权重表，别忘了头的轴。")]),
-        _shape_choice("设定同上。层的输出 output 的形状是？", shapes["output"],
-                      "输出的每一行对应一个 query：(B, L, d_model)。",
-                      [((B, S, d), f"输出跟着 query 的长度 L = {L}，不是编码器的 S。"),
-                       ((B, h, L, d // h), "后面还有 Concat 和 W^O，输出回到 (B, L, d_model)。"),
-                       ((B, L, S), "这是注意力权重（对头平均后）的形状。")]),
-    ]
+def _mask_alignment():
+    n = ch10.ALIGN_SIZE
+    b, i, t = 0, 1, 2
+    truth = ch10.rows_used("m")[(b, i, t)]
+    show = lambda r: f"第 {r} 行"  # noqa: E731
+    return [_choice(
+        f"B = h = L = {n}，S = 5。编码器的 padding 掩码 m 是 (B, S)，同学直接写 `scores.masked_fill(~m, ...)`，"
+        f"scores 是 (B, h, L, S)。`scores[{b}, {i}, {t}, :]` 实际被 m 的哪一行挡住？（从 0 数）", truth,
+        "右对齐：(B, S) 补成 (1, 1, B, S)，m 的行对到 query 的轴 L；B = L 时不报错，却挡错了位置。",
+        [(b, "m 的第 0 轴没有对到 batch：右对齐时它对到倒数第 2 轴，也就是 query 的轴 L。"),
+         (i, "(B, S) 只补了前两根轴，头的轴是补出来的 1；m 的行对到的是 query 的轴。")], label=show)]
 
 
 @_exercise("10.4")

@@ -220,6 +220,10 @@ def test_prediction_choices_agree_with_the_checkers(capsys):
     for a in sc.questions("9.3")[0]["answers"]:
         answer = {"weights_rows": [3], "output_rows": ast.literal_eval(label(a))}
         assert passes(ex.check_pad_change, answer, capsys) == a["correct"], label(a)
+    for a in sc.questions("10.3")[0]["answers"]:
+        row = int(re.search(r"\d+", label(a)).group())
+        answer = {"m": lambda b, i, t: {0: b, 1: i, 2: t}[row], "m[:, None]": lambda b, i, t: i, "right": ["m[:, None, None]"]}
+        assert passes(ex.check_mask_alignment, answer, capsys) == a["correct"], label(a)
 
 
 def test_counts_match_the_formula():
