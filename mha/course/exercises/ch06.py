@@ -13,11 +13,11 @@ from __future__ import annotations
 import torch
 
 from mha.steps import merge_heads, split_heads
-from .answers import as_shape, expect_shape, expect_tensor
+from .answers import as_shape, expect_shape, expect_tensor, name_the_match
 from .gradients import expect_gradients
-from .records import Bug, check_repair, dict_answer
+from .records import Bug, as_names, check_repair, dict_answer
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
 __all__ = ["check_concat_source", "check_merge_bug_repair", "check_swap_heads"]
 
@@ -122,28 +122,16 @@ def _properties_that_fail(merge) -> set:
     return fails
 
 
+FAILS_WHY = {"shape": "形状总是对的，所以这个 bug 很难发现", "same_numbers": "只是换了位置，数还是那些数"}
+
+
 def _fails_answer(answer, second: str) -> None:
     """The answer is a dict with ``"fails"`` and ``second``; ``"fails"`` names exactly the properties of
     :data:`PROPERTIES` that :func:`merge_heads_buggy` breaks."""
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict) or not {"fails", second} <= set(answer):
-        raise Mistake(f'答案应该是字典 {{"fails": [...], "{second}": 函数}}' + ("，缺少键" if isinstance(answer, dict) else
-                                                                         f"，却收到了 {type(answer).__name__}"))
-    fails = answer["fails"]
-    if fails is Ellipsis:
-        raise NotDone()
-    if isinstance(fails, str):
-        fails = [fails]
-    if not isinstance(fails, (list, tuple, set, frozenset)) or not all(isinstance(f, str) for f in fails):
-        raise Mistake(f'answer["fails"] 应该是性质名字的列表，例如 ["shape"]，可选的有 {list(PROPERTIES)}')
-    unknown = [f for f in fails if f not in PROPERTIES]
-    if unknown:
-        raise Mistake(f'answer["fails"] 里有不认识的名字 {unknown}；可选的有 {list(PROPERTIES)}')
-    truth = _properties_that_fail(merge_heads_buggy)
-    said = set(fails)
+    dict_answer(answer, ("fails", second), f'{{"fails": [...], "{second}": 函数}}')
+    said, truth = as_names(answer["fails"], PROPERTIES, 'answer["fails"]'), _properties_that_fail(merge_heads_buggy)
     for key in sorted(said - truth):
-        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{'形状总是对的，所以这个 bug 很难发现' if key == 'shape' else '只是换了位置，数还是那些数' if key == 'same_numbers' else '再试一试'}")
+        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{FAILS_WHY.get(key, '再试一试')}")
     for key in sorted(truth - said):
         raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
 
@@ -152,37 +140,38 @@ def _fails_answer(answer, second: str) -> None:
 SWAP_CASES = [(2, 3, 4, 5, 0, 2), (1, 4, 3, 2, 2, 0), (2, 2, 6, 3, 1, 1)]  # (B, L, h, d_k, i, j)
 
 
+def _swap_wrongs(concat, i, j, h):
+    """Typical wrong swaps: tokens swapped instead of heads, or one head copied over the other."""
+    B, L, d = concat.shape
+    if max(i, j) < L:
+        tokens = concat.clone()
+        tokens[:, [i, j]] = tokens[:, [j, i]]
+        yield tokens, (f"你交换的是第 {i}、{j} 个 token（第 1 个轴），不是头：头在最后一个轴上，"
+                       "第 i 个头是 [i*d_k, (i+1)*d_k) 这几列")
+    for dst, src in ((i, j), (j, i)):
+        both = concat.view(B, L, h, d // h).clone()
+        both[:, :, dst] = both[:, :, src]  # the second copy reads the already overwritten head
+        if i != j:
+            yield both.reshape(B, L, d), ("两个头变成了同一个：先把一段复制过去，再复制回来时读到的已经是被覆盖的值；"
+                                          "先 clone 一份原来的头 i（或一次性用索引 [j, i] 取出）再交换")
+
+
 @checker("ch06", "6.3", "在 Concat 的结果里交换两个头")
 def check_swap_heads(fn):
     """``fn(concat (B, L, h·d_k), i, j, n_heads)``: a new tensor with the d_k columns of heads i and j exchanged;
     ``concat`` itself must not change; gradients reach it."""
     for B, L, h, d_k, i, j in SWAP_CASES:
         concat = torch.randn(B, L, h * d_k, requires_grad=True)
-        where = f"concat {(B, L, h * d_k)}、i={i}、j={j}、n_heads={h}"
+        where = f"concat {(B, L, h * d_k)}、i={i}、j={j}、n_heads={h} 时"
         out = expect_tensor(call(fn, concat, i, j, h, what="swap_heads"), "返回值")  # the prompt forbids nothing
         heads = concat.detach().view(B, L, h, d_k).clone()
         heads[:, :, [i, j]] = heads[:, :, [j, i]]
         want = heads.reshape(B, L, h * d_k)
-        expect_shape(out, want.shape, f"{where} 时的返回值", hint="交换头不改变形状")
-        if torch.allclose(out.detach(), want):
-            expect_gradients(out, {"concat": concat}, f"{where} 时的返回值")
-            continue
-        tokens = concat.detach().clone()
-        if max(i, j) < L:
-            tokens[:, [i, j]] = tokens[:, [j, i]]
-            if torch.allclose(out.detach(), tokens):
-                raise Mistake(f"{where} 时你交换的是第 {i}、{j} 个 token（第 1 个轴），不是头：头在最后一个轴上，"
-                              "第 i 个头是 [i*d_k, (i+1)*d_k) 这几列")
-        overwritten = concat.detach().view(B, L, h, d_k).clone()
-        overwritten[:, :, i] = overwritten[:, :, j]  # the second copy reads the already overwritten head
-        both_j = overwritten.reshape(B, L, h * d_k)
-        overwritten = concat.detach().view(B, L, h, d_k).clone()
-        overwritten[:, :, j] = overwritten[:, :, i]
-        both_i = overwritten.reshape(B, L, h * d_k)
-        if i != j and (torch.allclose(out.detach(), both_j) or torch.allclose(out.detach(), both_i)):
-            raise Mistake(f"{where} 时两个头变成了同一个：先把一段复制过去，再复制回来时读到的已经是被覆盖的值；"
-                          "先 clone 一份原来的头 i（或一次性用索引 [j, i] 取出）再交换")
-        raise Mistake(f"{where} 时结果不对：头 i 的 d_k 列和头 j 的 d_k 列要互换，别的列不动")
+        expect_shape(out, want.shape, f"{where}的返回值", hint="交换头不改变形状")
+        if not torch.allclose(out.detach(), want):
+            name_the_match(out.detach(), _swap_wrongs(concat.detach(), i, j, h), prefix=where, same=torch.allclose)
+            raise Mistake(f"{where}结果不对：头 i 的 d_k 列和头 j 的 d_k 列要互换，别的列不动")
+        expect_gradients(out, {"concat": concat}, f"{where}的返回值")
 
 
 # ---------------------------------------------------------------- 6.2 (reworked): which properties fail, and the rescue
@@ -196,8 +185,6 @@ def check_merge_bug_repair(answer):
     Concat ``merge_heads(heads)`` without the heads."""
     _fails_answer(answer, "repair")
     repair = answer["repair"]
-    if repair is Ellipsis:
-        raise NotDone()
     check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), map(_merge_bug, REPAIR_CASES))
 
 
