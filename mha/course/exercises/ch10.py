@@ -16,17 +16,13 @@ import torch
 
 from mha.masks import causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths
 from mha.steps import apply_causal
-from .answers import as_int, expect_shape, expect_tensor, name_the_match
-from .records import as_names, dict_answer
+from .answers import as_int, expect_tensor, part
+from .ch01 import as_index_list
+from .records import as_names, check_mask, dict_answer
 from .running import call
 from .verdicts import checker, Mistake
 
 __all__ = ["check_window_mask", "check_decoder_mask", "check_mask_alignment", "check_cache_step_mask"]
-
-
-def _as_bool(out: torch.Tensor) -> torch.Tensor:
-    """Where a mask-like answer is non-zero (the answer itself when it is already bool)."""
-    return out if out.dtype == torch.bool else out.ne(0)
 
 
 # ---------------------------------------------------------------- 10.1 (reworked) causal mask with a window
@@ -54,34 +50,17 @@ def check_window_mask(fn):
     Forbidden: ``mha.causal_mask`` (and the step that applies it).
     """
     for L, w in WINDOW_CASES:
-        out = expect_tensor(call(fn, L, w, what="你的窗口掩码函数", forbid=(causal_mask, apply_causal)),
-                            f"window_mask({L}, {w})")
-        expect_shape(out, (L, L), f"window_mask({L}, {w})", hint="行是 query t，列是 key s：(L, L)")
-        want = window_mask(L, w)
-        got = _as_bool(out)
-        if torch.equal(got, want):
-            if out.dtype != torch.bool:
-                raise Mistake(f"window_mask({L}, {w}) 的位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool："
-                              "`masked_fill(~mask, ...)` 需要 bool：对整数张量 `~` 是按位取反（~1 == -2），对浮点张量 `~` 直接报错")
-            continue
-        where = f"window_mask({L}, {w})"
-        named = [
-            (_band(L, -(L - 1), 0), f"{where} 是普通的因果掩码：你没有用窗口 w，query t 还能看到 t − w 及更早的 key。"
+        out = call(fn, L, w, what="你的窗口掩码函数", forbid=(causal_mask, apply_causal))
+        check_mask(out, window_mask(L, w), f"window_mask({L}, {w})", hint="行是 query t，列是 key s：(L, L)", named=[
+            (_band(L, -(L - 1), 0), "这是普通的因果掩码：你没有用窗口 w，query t 还能看到 t − w 及更早的 key。"
                                     "窗口只留最近的 w 个 key（含自己）"),
-            (_band(L, -w, 0), f"{where} 的窗口多了一个：query t 看到了 t − w 到 t，共 w + 1 个 key；"
-                              "含自己在内应该正好 w 个：t − w < s ≤ t"),
-            (_band(L, -(w - 2), 0), f"{where} 的窗口少了一个：含自己在内应该正好 w 个 key（t − w < s ≤ t）"),
-            (_band(L, -(w - 1), -1), f"{where} 把对角线挡住了：query t 可以看它自己（s = t），窗口是 t − w < s ≤ t"),
-            (_band(L, -w, -1), f"{where} 把对角线挡住了（窗口整体往前挪了一格）：query t 可以看它自己，窗口是 t − w < s ≤ t"),
-            (_band(L, -(w - 1), w - 1), f"{where} 的窗口向两边展开了：query t 也看到了 s > t 的未来 key。"
-                                        "因果掩码只许往前看，窗口在对角线的左边（含对角线）"),
-            (_band(L, 0, w - 1), f"{where} 的窗口朝向反了：你让 query t 看 t 到 t + w − 1（未来），应该是 t − w + 1 到 t"),
-            (~want, f"{where} 的极性反了：True 应该表示“可以看”。你标出的是被挡住的位置"),
-        ]
-        name_the_match(got, named)
-        bad = (got != want).nonzero()[0].tolist()
-        raise Mistake(f"{where} 在 (query, key) = {tuple(bad)} 处不对：应该是 {want.int().tolist()}，"
-                      f"你得到的是 {got.int().tolist()}")
+            (_band(L, -w, 0), "窗口多了一个：query t 看到了 t − w 到 t，共 w + 1 个 key；含自己在内应该正好 w 个：t − w < s ≤ t"),
+            (_band(L, -(w - 2), 0), "窗口少了一个：含自己在内应该正好 w 个 key（t − w < s ≤ t）"),
+            (_band(L, -(w - 1), -1), "把对角线挡住了：query t 可以看它自己（s = t），窗口是 t − w < s ≤ t"),
+            (_band(L, -w, -1), "把对角线挡住了（窗口整体往前挪了一格）：query t 可以看它自己，窗口是 t − w < s ≤ t"),
+            (_band(L, -(w - 1), w - 1), "窗口向两边展开了：query t 也看到了 s > t 的未来 key。因果掩码只许往前看，窗口在对角线的左边（含对角线）"),
+            (_band(L, 0, w - 1), "窗口朝向反了：你让 query t 看 t 到 t + w − 1（未来），应该是 t − w + 1 到 t")],
+            bad_hint=f"(query, key) 的表应该是 {window_mask(L, w).int().tolist()}")
 
 
 # ---------------------------------------------------------------- 10.2 (reworked) decoder mask from token ids
@@ -109,48 +88,30 @@ def check_decoder_mask(fn):
         out = expect_tensor(call(fn, token_ids, pad_id, what="你的掩码函数",
                                  forbid=(padding_mask, padding_mask_from_lengths, causal_mask, apply_causal,
                                          normalize_mask)), "解码器的掩码")
-        where = f"dec_ids = {ids}，pad_id = {pad_id}"
+        where = f"dec_ids = {ids}，pad_id = {pad_id} 时解码器的掩码"
         if tuple(out.shape) == (B, L, L):
             raise Mistake(f"形状应该是 (B, 1, L, L) = {(B, 1, L, L)}，你返回的是 (B, L, L)。少了头的轴："
                           "和 scores 的 (B, h, L, L) 右对齐广播时 B 会被对到 h 上；在第 1 维留一个长度为 1 的轴")
-        expect_shape(out, (B, 1, L, L), "解码器的掩码",
-                     hint="(B, 1, 1, L) 的 padding 部分与 (L, L) 的因果部分广播，得到 (B, 1, L, L)")
         keep = token_ids != pad_id  # (B, L)
         causal = torch.ones(L, L, dtype=torch.bool).tril()
         pad_cols = keep[:, None, None, :]  # PAD hides a column (key)
-        want = pad_cols & causal
-        got = _as_bool(out)
-        if torch.equal(got, want):
-            if out.dtype != torch.bool:
-                raise Mistake(f"位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool；`!=` 和 `&` 本来就给出 bool")
-            continue
         upto_first_pad = keep.int().cumprod(dim=-1).bool()  # real tokens only before the first PAD
         by_length = torch.arange(L)[None, :] < keep.sum(dim=-1, keepdim=True)  # the first (number of real tokens)
-        zero_is_pad = token_ids != 0
-        named = [
-            (zero_is_pad[:, None, None, :] & causal, f"{where}：你把 id 0 当成了 PAD；pad_id 不一定是 0，要和参数 pad_id 比较"),
-            (by_length[:, None, None, :] & causal,
-             f"{where}：你按“真实 token 的个数”挡住了后面的位置，好像 PAD 都在句子末尾。PAD 可能在句子中间，"
-             "要逐个 token 判断是不是 PAD（dec_ids != pad_id）"),
-            (~keep[:, None, None, :] & causal, f"{where}：padding 部分反了：你让 query 只看 PAD。True 应该是真实 token（dec_ids != pad_id）"),
-            (keep[:, None, :, None] & causal, f"{where}：PAD 挡住的应该是列（key），你挡住的是行（query）："
-                                               "padding 部分的形状是 (B, 1, 1, L)，不是 (B, 1, L, 1)"),
-            ((keep[:, None, :, None] & keep[:, None, None, :]) & causal,
-             f"{where}：你把 PAD 的行也挡住了。padding 掩码只挡 key（列）；PAD 作为 query 的那一行照常算，之后不会被用到"),
-            (pad_cols | causal, f"{where}：用了“或”（|）而不是“与”（&）：key 既不能是 PAD，也不能在未来，两个条件都要满足"),
-            (causal.expand(B, 1, L, L), f"{where}：只有因果部分，PAD 那几列也必须是 False"),
-            (pad_cols.expand(B, 1, L, L), f"{where}：只有 padding 部分，对角线以上（未来）的位置也必须是 False"),
-            (upto_first_pad[:, None, None, :] & causal,
-             f"{where}：你把第一个 PAD 之后的所有位置都挡住了（像是按长度算的）。PAD 可以出现在句子中间，"
-             "要逐个 token 判断是不是 PAD，PAD 后面的真实 token 仍然可以看"),
-            (pad_cols & torch.ones(L, L, dtype=torch.bool).triu(), f"{where}：因果部分取成了上三角：query t 只能看 s ≤ t，是下三角"),
-            (pad_cols & causal.tril(-1), f"{where}：把对角线也挡住了：一个真实 token 可以看它自己"),
-            (~want, f"{where}：极性反了：True 应该表示“可以看”"),
-        ]
-        name_the_match(got, named)
-        bad = (got != want).nonzero()[0].tolist()
-        raise Mistake(f"{where}：在下标 {tuple(bad)}（batch, 1, query, key）处不对，应该是 {bool(want[tuple(bad)])}；"
-                      "query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD")
+        check_mask(out, pad_cols & causal, where, hint="(B, 1, 1, L) 的 padding 部分与 (L, L) 的因果部分广播，得到 (B, 1, L, L)",
+                   bad_hint="query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD", named=[
+            ((token_ids != 0)[:, None, None, :] & causal, "你把 id 0 当成了 PAD；pad_id 不一定是 0，要和参数 pad_id 比较"),
+            (by_length[:, None, None, :] & causal, "你按“真实 token 的个数”挡住了后面的位置，好像 PAD 都在句子末尾。"
+                                                   "PAD 可能在句子中间，要逐个 token 判断是不是 PAD（dec_ids != pad_id）"),
+            (~keep[:, None, None, :] & causal, "padding 部分反了：你让 query 只看 PAD。True 应该是真实 token（dec_ids != pad_id）"),
+            (keep[:, None, :, None] & causal, "PAD 挡住的应该是列（key），你挡住的是行（query）：padding 部分的形状是 (B, 1, 1, L)，不是 (B, 1, L, 1)"),
+            ((keep[:, None, :, None] & pad_cols) & causal, "你把 PAD 的行也挡住了。padding 掩码只挡 key（列）；PAD 作为 query 的那一行照常算，之后不会被用到"),
+            (pad_cols | causal, "用了“或”（|）而不是“与”（&）：key 既不能是 PAD，也不能在未来，两个条件都要满足"),
+            (causal.expand(B, 1, L, L), "只有因果部分，PAD 那几列也必须是 False"),
+            (pad_cols.expand(B, 1, L, L), "只有 padding 部分，对角线以上（未来）的位置也必须是 False"),
+            (upto_first_pad[:, None, None, :] & causal, "你把第一个 PAD 之后的所有位置都挡住了（像是按长度算的）。PAD 可以出现在句子中间，"
+                                                        "要逐个 token 判断是不是 PAD，PAD 后面的真实 token 仍然可以看"),
+            (pad_cols & torch.ones(L, L, dtype=torch.bool).triu(), "因果部分取成了上三角：query t 只能看 s ≤ t，是下三角"),
+            (pad_cols & causal.tril(-1), "把对角线也挡住了：一个真实 token 可以看它自己")])
 
 
 # ---------------------------------------------------------------- 10.3 (a (B, S) mask that runs and masks the wrong rows)
@@ -230,14 +191,7 @@ def check_cache_step_mask(answer):
     """``answer = {"buggy_sees": [key positions], "mask": fn}``: which keys the new token (L = 1, S = 5) may see
     with ``torch.ones(1, 5).tril().bool()`` (top-left aligned), and ``fn(L, S) -> (L, S) bool`` for L new
     queries after S - L cached tokens (query r sits at position S - L + r)."""
-    from .answers import part
-    from .verdicts import is_stub, NotDone
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict) or not {"buggy_sees", "mask"} <= set(answer):
-        raise Mistake('答案应该是字典 {"buggy_sees": [...], "mask": 函数}' + ("，缺少键" if isinstance(answer, dict)
-                                                                           else f"，却收到了 {type(answer).__name__}"))
-    from .ch01 import as_index_list
+    dict_answer(answer, ("buggy_sees", "mask"), '{"buggy_sees": [...], "mask": 函数}')
     sees = sorted(set(as_index_list(part(answer["buggy_sees"], 'answer["buggy_sees"]'), 'answer["buggy_sees"]')))
     truth = torch.ones(1, BUGGY_S).tril().bool()[0].nonzero().flatten().tolist()
     if sees != truth:
@@ -247,23 +201,12 @@ def check_cache_step_mask(answer):
         raise Mistake(f'answer["buggy_sees"] = {sees} 不对：算一算 torch.ones(1, {BUGGY_S}).tril() 的第 0 行')
     fn = part(answer["mask"], 'answer["mask"]')
     for L, S in [(2, 6), (1, 5), (3, 3), (1, 1), (4, 7)]:
-        out = expect_tensor(call(fn, L, S, what="你的掩码函数", forbid=(causal_mask, apply_causal)), f"mask({L}, {S})")
-        want = causal_mask(L, S)
-        expect_shape(out, (L, S), f"mask({L}, {S})", hint="(L, S)：每个新 query 一行，cache 里和新来的全部 key 一列")
-        got = out.bool() if out.dtype != torch.bool else out
-        if torch.equal(got, want):
-            if out.dtype != torch.bool:
-                raise Mistake(f"mask({L}, {S}) 的位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool")
-            continue
-        if torch.equal(got, torch.ones(L, S, dtype=torch.bool).tril()):
-            raise Mistake(f"mask({L}, {S}) 对齐在左上角（tril() 没有偏移）：新 query r 在位置 {S - L} + r，"
-                          f"它能看 0 到 {S - L} + r 的 key；用 tril(diagonal=S − L)")
-        if L != S and torch.equal(got, torch.ones(L, S, dtype=torch.bool).tril(diagonal=L - S)):
-            raise Mistake(f"mask({L}, {S}) 的偏移符号反了：你用的是 tril(diagonal=L − S)；新 query 在 cache 之后，"
-                          "它们能看的 key 更多，要往右上挪：tril(diagonal=S − L)")
-        if want.any() and not want.all() and torch.equal(got, ~want):
-            raise Mistake(f"mask({L}, {S}) 的极性反了：True 表示可以看")
-        if torch.equal(got, torch.ones(L, S, dtype=torch.bool)):
-            raise Mistake(f"mask({L}, {S}) 全是 True：L > 1 时新来的 query 之间仍要遮住后面的那些")
-        bad = (got != want).nonzero()[0].tolist()
-        raise Mistake(f"mask({L}, {S}) 在 (query, key) = {tuple(bad)} 处不对：query r 能看 key s 当且仅当 s ≤ (S − L) + r")
+        out = call(fn, L, S, what="你的掩码函数", forbid=(causal_mask, apply_causal))
+        ones = torch.ones(L, S, dtype=torch.bool)
+        check_mask(out, causal_mask(L, S), f"mask({L}, {S})", hint="(L, S)：每个新 query 一行，cache 里和新来的全部 key 一列",
+                   bad_hint="query r 能看 key s 当且仅当 s ≤ (S − L) + r", named=[
+            (ones.tril(), f"对齐在左上角（tril() 没有偏移）：新 query r 在位置 {S - L} + r，它能看 0 到 {S - L} + r 的 key；"
+                          "用 tril(diagonal=S − L)"),
+            *([(ones.tril(diagonal=L - S), "偏移符号反了：你用的是 tril(diagonal=L − S)；新 query 在 cache 之后，"
+                                           "它们能看的 key 更多，要往右上挪：tril(diagonal=S − L)")] if L != S else []),
+            *([(ones, "全是 True：L > 1 时新来的 query 之间仍要遮住后面的那些")] if L > 1 else [])])

@@ -149,3 +149,23 @@ def as_names(value, allowed, what: str) -> frozenset:
     if unknown:
         raise Mistake(f"{what} 里有不认识的名字 {unknown}；可选的有 {list(allowed)}")
     return frozenset(value)
+
+
+def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = "") -> None:
+    """The family of mask-building exercises: ``out`` (what the student's function returned) must have ``want``'s
+    shape, positions and dtype bool. A wrong mask equal to one of ``named`` ``[(mask, why)]`` is named; an inverted
+    one is called inverted; otherwise the first wrong position is shown."""
+    import torch
+    out = expect_tensor(out, where)
+    expect_shape(out, want.shape, where, hint=hint)
+    got = out if out.dtype == torch.bool else out.ne(0)
+    if torch.equal(got, want):
+        if out.dtype != torch.bool:
+            raise Mistake(f"{where} 的位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool：`masked_fill(~mask, ...)` 需要 bool，"
+                          "对整数张量 `~` 是按位取反（~1 == -2），对浮点张量 `~` 直接报错；比较运算 `!=`、`<=` 和 `&` 本来就给出 bool")
+        return
+    name_the_match(got, named, prefix=f"{where}：")
+    if want.any() and not want.all() and torch.equal(got, ~want):
+        raise Mistake(f"{where} 的极性反了：True 应该表示“可以看”，你标出的是被挡住的位置")
+    bad = tuple((got != want).nonzero()[0].tolist())
+    raise Mistake(f"{where} 在下标 {bad} 处不对，应该是 {bool(want[bad])}" + (f"；{bad_hint}" if bad_hint else ""))
