@@ -17,12 +17,12 @@ import torch
 
 from mha.layer import MultiHeadAttention
 from mha.masks import padding_mask, padding_mask_from_lengths
-from .answers import expect_close, expect_shape, expect_tensor, name_the_match, same
+from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, same
 from .ch01 import as_index_list
 from .gradients import expect_gradients
-from .records import dict_answer, name_choice
+from .records import check_mask, dict_answer, name_choice
 from .running import call
-from .verdicts import checker, Mistake
+from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_padding_mask", "check_masked_mean", "check_pad_change", "check_zero_weights"]
 
@@ -54,38 +54,23 @@ def check_padding_mask(fn):
         B, S = token_ids.shape
         out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(padding_mask, padding_mask_from_lengths)),
                             "你的 padding mask")
-        want = padding_mask(token_ids, pad_id)  # (B, 1, 1, S)
-        if out.numel() == B * S and out.dtype == torch.bool:
-            flat, right = out.reshape(B, S), want.reshape(B, S)
-            if not torch.equal(flat, right):
-                if torch.equal(flat, ~right):
-                    raise Mistake("掩码的极性反了：你在 PAD 的位置放了 True。本课约定 True = 可以被关注（真实 token），"
-                                  "PAD 处应为 False——这和 torch.nn.MultiheadAttention 的 key_padding_mask（True = 忽略）正好相反")
-                if torch.equal(flat, token_ids != 0) or torch.equal(flat, token_ids > 0):
-                    raise Mistake(f"你把 PAD 的 id 写死成了 0；这一组输入的 pad_id 是 {pad_id}，要用参数 pad_id 来比较")
-                from_first_pad = (token_ids == pad_id).long().cumsum(-1) == 0  # (B, S): True before the first PAD
-                if torch.equal(flat, from_first_pad):
-                    raise Mistake(f"你把第一个 PAD 之后的位置全当成了 PAD（像是按长度构造的）；PAD 不一定只在末尾："
-                                  f"输入 {ids}（pad_id={pad_id}）里 PAD 之后还有真实 token。逐个 token 比较 token_ids != pad_id")
-                for op, wrong in ((">", token_ids > pad_id), ("<", token_ids < pad_id)):
-                    if torch.equal(flat, wrong) and 0 < int(wrong.sum()) < wrong.numel():
-                        raise Mistake(f"用了 `token_ids {op} pad_id`：id 只是编号，没有大小的意义，PAD 的 id 也不一定最小或最大"
-                                      f"（这一组 pad_id={pad_id}，输入 {ids}）；真实 token 就是“id 不等于 pad_id”，用 `!=`")
         if tuple(out.shape) == (B, S):
             raise Mistake(f"形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S) = {(B, S)}。"
                           "(B, S) 与 scores 的 (B, h, L, S) 按右端对齐广播时，B 会被对到 L 上——"
                           "B == L 时不报错却悄悄算错；用 [:, None, None, :] 插入两个长度为 1 的轴")
-        expect_shape(out, want.shape, "你的 padding mask",
-                     hint="掩码要能广播到 scores 的 (B, h, L, S)：头的轴和 query 的轴都写成 1")
-        if out.dtype != torch.bool:
-            if torch.equal(out.ne(0), want):
-                raise Mistake(f"数值对了，但 dtype 是 {out.dtype}，要求 torch.bool。对整数张量 `~` 是按位取反"
-                              "（~1 == -2），`masked_fill(~mask, ...)` 会出错；用比较运算 `!=` 直接得到 bool")
-            raise Mistake(f"dtype 应该是 torch.bool，实际是 {out.dtype}")
-        if not torch.equal(out, want):
-            wrong = (out != want).nonzero()[0].tolist()
-            raise Mistake(f"形状和 dtype 都对了，但有位置不对，例如下标 {tuple(wrong)}；"
-                          f"输入 {ids}，pad_id={pad_id}，应该得到 {want[:, 0, 0].tolist()}")
+        want, cols = padding_mask(token_ids, pad_id), lambda m: m[:, None, None, :]  # (B, 1, 1, S)
+        named = [(~want, "掩码的极性反了：你在 PAD 的位置放了 True。本课约定 True = 可以被关注（真实 token），"
+                         "PAD 处应为 False——这和 torch.nn.MultiheadAttention 的 key_padding_mask（True = 忽略）正好相反"),
+                 *[(cols(m), f"你把 PAD 的 id 写死成了 0；这一组输入的 pad_id 是 {pad_id}，要用参数 pad_id 来比较")
+                   for m in (token_ids != 0, token_ids > 0)],
+                 (cols((token_ids == pad_id).long().cumsum(-1) == 0),
+                  f"你把第一个 PAD 之后的位置全当成了 PAD（像是按长度构造的）；PAD 不一定只在末尾：输入 {ids}（pad_id={pad_id}）"
+                  "里 PAD 之后还有真实 token。逐个 token 比较 token_ids != pad_id"),
+                 *[(cols(m), f"用了 `token_ids {op} pad_id`：id 只是编号，没有大小的意义，PAD 的 id 也不一定最小或最大"
+                             f"（这一组 pad_id={pad_id}，输入 {ids}）；真实 token 就是“id 不等于 pad_id”，用 `!=`")
+                   for op, m in ((">", token_ids > pad_id), ("<", token_ids < pad_id)) if 0 < int(m.sum()) < m.numel()]]
+        check_mask(out, want, "你的 padding mask", named=named, hint="掩码要能广播到 scores 的 (B, h, L, S)：头的轴和 query 的轴都写成 1",
+                   bad_hint=f"位置不对：输入 {ids}，pad_id={pad_id}，应该得到 {want[:, 0, 0].tolist()}")
 
 
 # ---------------------------------------------------------------- 9.2 (after attention: average the real tokens only)
@@ -169,7 +154,6 @@ ZERO_QUESTION = {"B": 2, "h": 2, "L": 4, "lengths": [4, 2]}  # self-attention, k
 
 def zero_weights_truth(B, h, L, lengths) -> int:
     """Count the exact zeros of the layer's weights (B, h, L, L) under the key padding mask (computed, not assumed)."""
-    from mha.masks import padding_mask_from_lengths
     torch.manual_seed(9)
     layer = MultiHeadAttention(4 * h, h).eval()
     x = torch.randn(B, L, 4 * h)
@@ -182,8 +166,6 @@ def zero_weights_truth(B, h, L, lengths) -> int:
 def check_zero_weights(answer):
     """``answer``: how many entries of the (B, h, L, L) weights are exactly 0 for B = 2 sentences of L = 4 tokens
     with lengths [4, 2], h = 2 heads and the key padding mask (B, 1, 1, S)."""
-    from .answers import as_int
-    from .verdicts import is_stub, NotDone
     if is_stub(answer):
         raise NotDone()
     n = as_int(answer, "你的答案")
