@@ -15,8 +15,7 @@ from torch import nn
 from mha.layer import MultiHeadAttention
 from mha.steps import merge_heads, split_heads
 from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, part, same
-from .gradients import expect_gradients
-from .records import dict_answer
+from .records import dict_answer, expect_same_gradients
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -164,43 +163,28 @@ def check_remove_head(fn):
             expect_shape(got, (B, L, d_model), f"{where} 时的返回值", hint="去掉一个头，输出的形状不变：(B, L, d_model)")
             with torch.no_grad():
                 want = _remove_reference(heads, W_o, i)
-                W_O = W_o.weight.T  # (h·d_v, d_model): the W^O of the formula
-                contribution = head_i @ W_O[i * d_v:(i + 1) * d_v]  # head_i W^O_i   (B, L, d_model)
-            if _matches(got, want):
-                _remove_gradients(got, head_i, W_o, i, where)
-                continue
-            if _matches(got, want - W_o.bias.detach()):
-                raise Mistake(f"{where} 时偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下")
-            if _matches(got, out + contribution):
-                raise Mistake(f"{where} 时符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它")
-            if _matches(got, contribution) or _matches(got, contribution + W_o.bias.detach()):
-                raise Mistake(f"{where} 时返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i")
-            if _matches(got, out):
-                raise Mistake(f"{where} 时输出没有变：要减去头 {i} 的贡献 head_i W^O_i")
-            for j in range(h):
-                if j != i and _matches(got, out - head_i @ W_O[j * d_v:(j + 1) * d_v]):
-                    raise Mistake(f"{where} 时减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
-                                  "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行")
-            raise Mistake(f"{where} 时结果不对：输出 = Σ_j head_j W^O_j + b^O，去掉头 i 就是减去 head_i W^O_i，"
-                          "其中 W^O = W_o.weight.T，W^O_i 是它的第 [i·d_v, (i+1)·d_v) 行")
+                W_O, bias = W_o.weight.T, W_o.bias.detach()  # W^O of the formula   (h·d_v, d_model)
+                block = lambda j: head_i @ W_O[j * d_v:(j + 1) * d_v]  # noqa: E731   head_i W^O_j   (B, L, d_model)
+            if not _matches(got, want):
+                name_the_match(got, [
+                    (want - bias, "偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下"),
+                    (out + block(i), "符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它"),
+                    (block(i), f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
+                    (block(i) + bias, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
+                    (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
+                    *((out - block(j), f"减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
+                                       "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行") for j in range(h) if j != i)],
+                    prefix=f"{where} 时", same=_matches)
+                raise Mistake(f"{where} 时结果不对：输出 = Σ_j head_j W^O_j + b^O，去掉头 i 就是减去 head_i W^O_i，"
+                              "其中 W^O = W_o.weight.T，W^O_i 是它的第 [i·d_v, (i+1)·d_v) 行")
+            head_ref, W_ref = (t.detach().clone().requires_grad_() for t in (head_i, W_o.weight))
+            expect_same_gradients(got, -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v]), {"head_i": head_i, "W_o.weight": W_o.weight},
+                                  [head_ref, W_ref], f"{where} 时的返回值",
+                                  hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")
 
 
-def _layer_rect(d_in: int, d_out: int) -> nn.Linear:  # noqa: E302
+def _layer_rect(d_in: int, d_out: int) -> nn.Linear:
     W_o = nn.Linear(d_in, d_out)
     with torch.no_grad():
         W_o.bias.normal_()  # a bias large enough that removing it shows
     return W_o
-
-
-def _remove_gradients(got, head_i, W_o, i, where) -> None:
-    """Gradients reach head_i and W_o.weight, with the reference's values."""
-    expect_gradients(got, {"head_i": head_i, "W_o.weight": W_o.weight}, f"{where} 时的返回值")
-    d_v = head_i.shape[-1]
-    g = torch.randn_like(got)
-    got_grads = torch.autograd.grad((got * g).sum(), [head_i, W_o.weight], allow_unused=True)
-    head_ref = head_i.detach().clone().requires_grad_()
-    W_ref = W_o.weight.detach().clone().requires_grad_()
-    ref = -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v])  # out is a constant here
-    want_grads = torch.autograd.grad((ref * g).sum(), [head_ref, W_ref])
-    for name, a, b in zip(("head_i", "W_o.weight"), got_grads, want_grads):
-        expect_close(a, b, f"{where} 时 {name} 的梯度", hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")

@@ -18,9 +18,8 @@ from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
 from .answers import expect_close, expect_tensor, name_the_match, same
-from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
-from .records import as_names, dict_answer
+from .records import as_names, dict_answer, expect_same_gradients
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -394,16 +393,11 @@ def check_my_multihead_attention(cls):
     mask = padding_mask_from_lengths([S, 2], S)
     ins = [t.to(dtype).requires_grad_() for t in (Q, K, V)]
     out = _forward(student, cls, (*ins, mask), (B, h, L, S, d_model))
-    weights = {f"{n}.weight": getattr(student, n).weight for n in LINEARS}
-    expect_gradients(out, {"Q": ins[0], "K": ins[1], "V": ins[2], **weights}, "forward 的输出")
-    g = torch.randn(B, L, d_model, dtype=torch.float64)
     ref_ins = [t.clone().requires_grad_() for t in (Q, K, V)]
-    ref_weights = [getattr(reference, n).weight for n in LINEARS]
-    want = torch.autograd.grad((reference(*ref_ins, mask=mask) * g).sum(), ref_ins + ref_weights)
-    got = torch.autograd.grad((out * g.to(out.dtype)).sum(), ins + list(weights.values()), allow_unused=True)
-    for name, a, b in zip(["Q", "K", "V", *weights], got, want):
-        expect_close(a, b, f"{name} 的梯度", hint="梯度的数值要和参考实现一样：前向里有没有 .detach()、原地修改或少算的一步？",
-                     atol=1e-4, rtol=1e-3)
+    expect_same_gradients(out, reference(*ref_ins, mask=mask),
+                          {"Q": ins[0], "K": ins[1], "V": ins[2], **{f"{n}.weight": getattr(student, n).weight for n in LINEARS}},
+                          ref_ins + [getattr(reference, n).weight for n in LINEARS], "forward 的输出",
+                          hint="梯度的数值要和参考实现一样：前向里有没有 .detach()、原地修改或少算的一步？", atol=1e-4, rtol=1e-3)
 
     # The same weights in nn.MultiheadAttention (the notebook's final comparison).
     torch_ref = _torch_reference(8, 2)

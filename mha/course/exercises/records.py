@@ -169,3 +169,15 @@ def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = 
         raise Mistake(f"{where} 的极性反了：True 应该表示“可以看”，你标出的是被挡住的位置")
     bad = tuple((got != want).nonzero()[0].tolist())
     raise Mistake(f"{where} 在下标 {bad} 处不对，应该是 {bool(want[bad])}" + (f"；{bad_hint}" if bad_hint else ""))
+
+
+def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, hint: str, **tol) -> None:
+    """``got`` is differentiable and, for one random upstream gradient, its gradients w.r.t. ``got_wrt`` (name ->
+    tensor) equal those of the reference ``want`` w.r.t. ``want_wrt`` (the same tensors' copies, in that order)."""
+    import torch
+    expect_gradients(got, got_wrt, what)
+    g = torch.randn(want.shape, dtype=want.dtype)
+    got_grads = torch.autograd.grad((got * g.to(got.dtype)).sum(), list(got_wrt.values()), allow_unused=True)
+    want_grads = torch.autograd.grad((want * g).sum(), want_wrt)
+    for name, a, b in zip(got_wrt, got_grads, want_grads):
+        expect_close(a, b, f"{what}对 {name} 的梯度", hint=hint, **tol)
