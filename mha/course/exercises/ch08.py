@@ -17,7 +17,7 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from .answers import expect_close, expect_tensor, name_the_match, same
+from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, part, same
 from .guard import SDPA, torch_mha
 from .records import as_names, dict_answer, expect_same_gradients
 from .running import call
@@ -427,12 +427,7 @@ def check_scale_bug(answer):
     """``answer = {"right_anyway_heads": int, "factor": float}``: for d_model = 512, the n_heads with which a layer
     dividing by sqrt(d_model) (instead of sqrt(d_k)) is right anyway, and by what factor its scaled scores
     differ from the right ones when n_heads = 8."""
-    from .answers import as_int, as_number, part
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway_heads", "factor"} <= set(answer):
-        raise Mistake('答案应该是字典 {"right_anyway_heads": 整数, "factor": 数}' + ("，缺少键" if isinstance(answer, dict)
-                                                                                  else f"，却收到了 {type(answer).__name__}"))
+    dict_answer(answer, ("right_anyway_heads", "factor"), '{"right_anyway_heads": 整数, "factor": 数}')
     d, h = SCALE_QUESTION["d_model"], SCALE_QUESTION["n_heads"]
     heads = as_int(part(answer["right_anyway_heads"], 'answer["right_anyway_heads"]'), 'answer["right_anyway_heads"]')
     if heads < 1 or d % heads:
