@@ -202,6 +202,8 @@ NOT_DONE_REPAIR = answers_for(check_merge_bug_repair, [{"fails": ..., "repair": 
 WRONG_REPAIR = mistakes_for(check_merge_bug_repair, [
     ({"fails": ["shape", *FAILS], "repair": repair_ref}, "其实成立"),
     ({"fails": ["per_token"], "repair": repair_ref}, "漏了"),
+    ({"fails": [*FAILS, "right_if_one_head"], "repair": repair_ref}, ["其实成立", "只有一个头"]),
+    ({"fails": [*FAILS, "right_if_one_token"], "repair": repair_ref}, ["其实成立", "只有一个 token"]),
     ({"fails": FAILS, "repair": lambda w, h: w}, "wrong 本身"),
     ({"fails": FAILS, "repair": lambda w, h: mha.merge_heads(mha.split_heads(w, h))}, "wrong 本身"),
     ({"fails": FAILS, "repair": lambda w, h: mha.split_heads(w, h).reshape(w.shape)}, "读成了 (B, L, h, d_k)"),

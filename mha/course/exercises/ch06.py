@@ -98,6 +98,8 @@ PROPERTIES = {
     "undoes_split": "merge(split_heads(x, h)) 还原出 x",
     "per_token": "输出的第 t 行只用到各个头的第 t 个 token",
     "same_numbers": "输出里的数和输入是同一批数（只是换了位置）",
+    "right_if_one_head": "h = 1 时，结果和正确的 Concat 一样",
+    "right_if_one_token": "L = 1 时，结果和正确的 Concat 一样",
 }
 
 
@@ -119,10 +121,16 @@ def _properties_that_fail(merge) -> set:
         fails.add("per_token")
     if not torch.equal(out.flatten().sort().values, heads.flatten().sort().values):
         fails.add("same_numbers")
+    for key, size in (("right_if_one_head", (B, 1, L, d_k)), ("right_if_one_token", (B, h, 1, d_k))):
+        small = torch.randn(size)
+        if not torch.equal(merge(small), merge_heads(small)):
+            fails.add(key)
     return fails
 
 
-FAILS_WHY = {"shape": "形状总是对的，所以这个 bug 很难发现", "same_numbers": "只是换了位置，数还是那些数"}
+FAILS_WHY = {"shape": "形状总是对的，所以这个 bug 很难发现", "same_numbers": "只是换了位置，数还是那些数",
+             "right_if_one_head": "只有一个头时，(B, 1, L, d_k) 和 (B, L, 1, d_k) 在内存里是同一串数，不 transpose 也一样",
+             "right_if_one_token": "只有一个 token 时，(B, h, 1, d_k) 和 (B, 1, h, d_k) 在内存里是同一串数，不 transpose 也一样"}
 
 
 def _fails_answer(answer, second: str) -> None:
