@@ -331,65 +331,43 @@ def _variance():
 
 
 @_exercise("6.1")
-def _concat_shapes():
-    B, h, L, d_k = ch06.CONCAT_CASE
-    heads = torch.zeros(B, h, L, d_k)
-    t = heads.transpose(1, 2)
-    concat = t.contiguous().view(B, L, -1)
-    assert concat.shape == merge_heads(heads).shape  # the lecture's Concat is exactly this
-    given = f"`heads` 的形状是 {_shape((B, h, L, d_k))}（B, h, L, d_k）。"
-    return [
-        _shape_choice(given + "`t = heads.transpose(1, 2)` 之后，t 的形状是？", tuple(t.shape),
-                      "transpose(1, 2) 交换第 1 轴（头）和第 2 轴（token）：(B, L, h, d_k)。",
-                      [((B, h, L, d_k), "transpose(1, 2) 交换了第 1、2 轴，形状变了。"),
-                       ((B, h, d_k, L), "这是 transpose(2, 3)（也就是 transpose(-2, -1)）的结果。"),
-                       ((h, B, L, d_k), "轴从 0 开始数：交换的是第 1、2 轴（头和 token），不是第 0、1 轴。")]),
-        _shape_choice(f"接着 `concat = t.contiguous().view({B}, {L}, -1)`，concat 的形状是？",
-                      tuple(concat.shape),
-                      f"view 把每个 token 的 (h, d_k) 合成一维，-1 由 PyTorch 算出：{h} × {d_k} = {h * d_k}。",
-                      [((B, L, d_k), f"只剩一个头的宽度；拼接之后宽度是 h × d_k = {h * d_k}。"),
-                       ((B, L, h, d_k), "view 把最后两维 (h, d_k) 合成了一维。"),
-                       ((B, L, h + d_k), f"-1 让 PyTorch 算出剩下的大小：{h} × {d_k}，不是 {h} + {d_k}。")]),
-    ]
+def _concat_source():
+    L, h, d_k = ch06.SOURCE_CASES[0]
+    t, j = 2, 37
+    truth = ch06.source_map(merge_heads, L, h, d_k)[(t, j)]
+    show = lambda v: f"heads[b, {v[0]}, {v[1]}, {v[2]}]"  # noqa: E731
+    return [_choice(
+        f"`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k），`concat = mha.merge_heads(heads)`。"
+        f"`concat[b, {t}, {j}]` 是 heads 里的哪一个数？（下标都从 0 数）", truth,
+        f"每个头占连续的 d_k = {d_k} 列：{j} // {d_k} = {truth[0]} 是头，{j} % {d_k} = {truth[2]} 是头里的第几维，token 不动。",
+        [(wrong(t, j, L, h, d_k), why + "。") for _, wrong, why in ch06.SOURCE_WRONGS[:3]], label=show)]
 
 
 @_exercise("7.1")
-def _w_o_count():
-    layer = MultiHeadAttention(ch07.W_O_D_MODEL, ch07.W_O_HEADS)
-    d, h, d_k = layer.d_model, layer.n_heads, layer.d_k
-    truth = _count(layer.W_o)
+def _head_matrix_rank():
+    d, h = ch07.RANK_QUESTION["d_model"], ch07.RANK_QUESTION["n_heads"]
+    d_k = d // h
+    truth = int(torch.linalg.matrix_rank(ch07.head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
     return [_number(
-        f"讲义的层里，最终的 Linear `W_o` 是 `nn.Linear({d}, {d})`（带偏置）。它有多少个可训练的参数？", truth,
-        f"weight 有 {d}×{d} 个，bias 有 {d} 个，一共 {truth}。",
-        [(layer.W_o.weight.numel(), f"只数了权重矩阵，忘了 bias 的 {d} 个参数。"),
-         (h * d_k * d_k, f"W^O 不是每个头各一块 {d_k}×{d_k} 的小矩阵；它作用在整条 {d} 维的拼接结果上。"),
-         (_count(layer), "这是整层四个 Linear 的参数；这里只问 W^O。")],
-        f"提示：nn.Linear({d}, {d}) 有一个 {d}×{d} 的 weight 和一个长度 {d} 的 bias。")]
+        f"《讲义一》的层（d_model = {d}，{h} 个头）。头 i 的 M_i = W^V_i W^O_i 是 {d}×{d} 的矩阵。它的秩最大是多少？", truth,
+        f"W^V_i 是 {d}×{d_k}，W^O_i 是 {d_k}×{d}：数据中途只经过 {d_k} 维，乘积的秩不超过 {d_k}。",
+        [(d, f"{d}×{d} 的矩阵不一定满秩：它是两个矩阵的乘积，中间只有 d_k = {d_k} 维。"),
+         (h, f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制。"),
+         (d_k * d_k, "秩是线性无关的行数，不超过 d_k，不是 d_k²。")],
+        f"提示：({d} × {d_k}) 乘 ({d_k} × {d})，中间最窄的地方有多宽？")]
 
 
 @_exercise("8.1")
-def _layer_shapes():
-    B, L, S, d, h = 3, 5, 7, 12, 3
-    shapes = ch08.reference_shapes(B, L, S, d, h)
-    d_k = d // h
-    setting = f"一次交叉注意力：B = {B}，query 长度 L = {L}，key/value 长度 S = {S}，d_model = {d}，n_heads = {h}。"
-    return [
-        _shape_choice(setting + "投影并分头之后的 Q（split_q）形状是？", shapes["split_q"],
-                      f"(B, L, d_model) 分成 {h} 个头：(B, h, L, d_k)，d_k = {d} / {h} = {d_k}。",
-                      [((B, L, h, d_k), "view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面。"),
-                       ((B, h, L, d), f"每个头只有 d_k = {d_k} 维。"),
-                       ((B, h, S, d_k), f"Q 来自 query 一侧，长度是 L = {L}，不是 S。")]),
-        _shape_choice("设定同上。注意力分数 scores 的形状是？", shapes["scores"],
-                      "一行属于一个 query，一列属于一个 key：(B, h, L, S)。",
-                      [((B, h, L, L), f"scores 的最后一维是 key 的长度 S = {S}，不是 query 的长度 L。"),
-                       ((B, h, L, d_k), "这是每个头输出（heads）的形状。"),
-                       ((B, L, S), "少了头的轴：每个头都有自己的一张分数表。")]),
-        _shape_choice("设定同上。层的输出 output 的形状是？", shapes["output"],
-                      "Concat 之后宽度回到 d_model，W^O 不改形状；输出的每一行对应一个 query。",
-                      [((B, S, d), f"输出的每一行对应一个 query，长度跟着 L = {L}，不是 S。"),
-                       ((B, h, L, d_k), "后面还有 Concat 和 W^O，输出回到 (B, L, d_model)。"),
-                       ((B, L, S), "这是（对头平均后的）注意力权重的形状，不是输出。")]),
-    ]
+def _zeroed_weight():
+    names = lambda v: "、".join(ch08.PROPERTIES[k] for k in sorted(v)) or "三条都不成立"  # noqa: E731
+    truth = ch08.ablation_truth("W_k")
+    return [_choice(
+        "自注意力层（Q = K = V = x，偏置都不为 0）只把 `W_k.weight` 换成全 0，偏置保留。下面哪一组性质成立？", truth,
+        "每个 key 都变成同一个 b^K：同一行的分数全相等，权重均匀；每个 query 得到同一个 V′ 的平均，输出行全一样。",
+        [(frozenset({"uniform"}), "每个 query 都得到 V′ 的同一个平均，输出行也全一样。"),
+         (frozenset(), "偏置还在：K′ = b^K 对每个 key 都一样，同一行的分数全相等。"),
+         (frozenset({"rows_equal", "uniform", "bias_only"}), "V′ 没受影响，输出不只是 W_o 的偏置。")],
+        label=names)]
 
 
 @_exercise("9.1")
@@ -409,28 +387,16 @@ def _padding_mask_kind():
 
 
 @_exercise("9.3")
-def _middle_widths():
-    B, L, d, h, d_k, d_v = 1, 4, 6, 2, 2, 4  # the chapter's example
-    shapes = ch09.middle_shapes(B, L, d, h, d_k, d_v)
-    setting = (f"自注意力，B = {B}，L = {L}，d_model = {d}，n_heads = {h}，但每个头的 Q、K 宽 d_k = {d_k}，"
-               f"V 宽 d_v = {d_v}。")
-    return [
-        _shape_choice(setting + "分头之后的 v 形状是？", shapes["v"],
-                      f"V 的每个头宽 d_v = {d_v}：(B, h, L, d_v)。",
-                      [((B, h, L, d_k), "V 的宽度由 d_v 决定，不是 d_k：d_k 只属于要做点积的 Q 和 K。"),
-                       ((B, h, L, d // h), f"每个头的宽度现在是题目给的 d_v = {d_v}，不再是 d_model / h = {d // h}。"),
-                       ((B, L, h, d_v), "分头之后要 transpose，把头的轴放到 token 的轴前面。")]),
-        _shape_choice("设定同上。Concat 之后（concat）的形状是？", shapes["concat"],
-                      f"Concat 把 {h} 个 {d_v} 维的头拼起来：h·d_v = {h * d_v}。",
-                      [((B, L, d), f"中间的宽度不再是 d_model；拼起来是 h·d_v = {h * d_v}。"),
-                       ((B, L, h * d_k), "Concat 拼的是每个头的输出，它的宽度由 d_v 决定，不是 d_k。"),
-                       ((B, h, L, d_v), "这是 Concat 之前各个头的输出 heads。")]),
-        _shape_choice("设定同上。W^O 之后（output）的形状是？", shapes["output"],
-                      f"W^O 把 h·d_v = {h * d_v} 映射回 d_model = {d}，输出和输入形状相同。",
-                      [((B, L, h * d_v), "最后的 W^O 把 h·d_v 映射回 d_model。"),
-                       ((B, L, h * d_k), "输出的宽度由 W^O 决定：回到 d_model。"),
-                       ((B, h, L, d_v), "后面还有 Concat 和 W^O。")]),
-    ]
+def _pad_change():
+    weights_rows, output_rows = ch09.pad_change_truth()
+    L, pad = ch09.PAD_QUESTION["L"], ch09.PAD_QUESTION["pad_at"]
+    return [_choice(
+        "“You are welcome PAD”，用本章的 padding 掩码。只把 PAD 的词向量从 0 换成别的数，层的输出里哪些行会变？（行号从 0 数）",
+        str(output_rows),
+        f"PAD 的 key 被挡住、value 的权重为 0，别的行都不受影响；只有 PAD 自己那一行（第 {pad} 行）的 query 变了。",
+        [(str([]), "PAD 作为 query 的那一行照常算，它的 query 由 PAD 的词向量算出，会跟着变。"),
+         (str(list(range(L))), "PAD 的 key 被掩码挡住，value 的权重为 0：别的 query 的输出不受影响。"),
+         (str(list(range(pad))), "正好反了：前三行不受影响，变的是 PAD 自己那一行。")], code=True)]
 
 
 def _matrix(rows) -> str:
@@ -472,27 +438,17 @@ def _decoder_row():
 
 
 @_exercise("10.3")
-def _cross_shapes():
-    B, L, S, d, h = 4, 7, 11, 64, 8  # not the chapter's numbers: predict, do not read off the printout
-    shapes = ch10.cross_shapes(B, L, S, d, h)
-    setting = f"交叉注意力：B = {B}，解码器一侧 L = {L}（query），编码器一侧 S = {S}（key/value），d_model = {d}，n_heads = {h}。"
-    return [
-        _shape_choice(setting + "编码器一侧的 padding mask（`mha.padding_mask` 的形状）是？", shapes["mask"],
-                      "PAD 在 key（编码器）一侧：(B, 1, 1, S)，头和 query 的轴靠广播。",
-                      [((B, 1, L, S), "这是和因果掩码合并之后的形状；交叉注意力只用编码器的 padding mask。"),
-                       ((B, S), "(B, S) 会被右对齐到 (L, S) 上，要写成 (B, 1, 1, S)。"),
-                       ((B, 1, 1, L), f"padding mask 挡住的是 key（编码器一侧，长度 S = {S}），不是 query。")]),
-        _shape_choice("设定同上。注意力权重 weights 的形状是？", shapes["weights"],
-                      "一行属于一个 query（L 个），一列属于一个 key（S 个），每个头一张：(B, h, L, S)。",
-                      [((B, h, S, L), "行是 query（L 个），列是 key（S 个）。"),
-                       ((B, h, L, L), "交叉注意力里 L ≠ S，权重表不是方阵。"),
-                       ((B, L, S), "每个头有自己的一张权重表，别忘了头的轴。")]),
-        _shape_choice("设定同上。层的输出 output 的形状是？", shapes["output"],
-                      "输出的每一行对应一个 query：(B, L, d_model)。",
-                      [((B, S, d), f"输出跟着 query 的长度 L = {L}，不是编码器的 S。"),
-                       ((B, h, L, d // h), "后面还有 Concat 和 W^O，输出回到 (B, L, d_model)。"),
-                       ((B, L, S), "这是注意力权重（对头平均后）的形状。")]),
-    ]
+def _mask_alignment():
+    n = ch10.ALIGN_SIZE
+    b, i, t = 0, 1, 2
+    truth = ch10.rows_used("m")[(b, i, t)]
+    show = lambda r: f"第 {r} 行"  # noqa: E731
+    return [_choice(
+        f"B = h = L = {n}，S = 5。编码器的 padding 掩码 m 是 (B, S)，同学直接写 `scores.masked_fill(~m, ...)`，"
+        f"scores 是 (B, h, L, S)。`scores[{b}, {i}, {t}, :]` 实际被 m 的哪一行挡住？（从 0 数）", truth,
+        "右对齐：(B, S) 补成 (1, 1, B, S)，m 的行对到 query 的轴 L；B = L 时不报错，却挡错了位置。",
+        [(b, "m 的第 0 轴没有对到 batch：右对齐时它对到倒数第 2 轴，也就是 query 的轴 L。"),
+         (i, "(B, S) 只补了前两根轴，头的轴是补出来的 1；m 的行对到的是 query 的轴。")], label=show)]
 
 
 @_exercise("10.4")

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 import mha
-from mha.course.exercises import (check_concat_shapes, check_merge_bug_repair, check_swap_heads, results)
+from mha.course.exercises import (check_concat_source, check_merge_bug_repair, check_swap_heads, results)
 from mha.course.exercises.ch06 import merge_heads_buggy
 from mha.steps import merge_heads as imported_merge_heads
 from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers
@@ -29,25 +29,41 @@ def _merge_loop(x):
     return torch.cat([x[:, i] for i in range(x.shape[1])], dim=-1)
 
 
-CHECKERS = [check_concat_shapes,  ]
+CHECKERS = [check_concat_source]
+
+
+def src_right(t, j, L, h, d_k):
+    return j // d_k, t, j % d_k
+
+
+def src_buggy(t, j, L, h, d_k):
+    p = t * h * d_k + j
+    return p // (L * d_k), p // d_k % L, p % d_k
+
+
+def src_traced(merge):
+    """An honest experiment: number the heads, merge, read the number back (prints allowed)."""
+    def fn(t, j, L, h, d_k):
+        numbered = torch.arange(h * L * d_k).view(1, h, L, d_k)
+        n = int(merge(numbered)[0, t, j])
+        return [n // (L * d_k), n // d_k % L, n % d_k]
+    return fn
+
 
 RIGHT = [
-    # 6.1: any integer type, the same rule everywhere
-    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 64))),
-    (check_concat_shapes, [torch.Size([3, 5, 4, 16]), [3, 5, 64]]),
-    (check_concat_shapes, ((np.int64(3), 5, torch.tensor(4), 16), np.array([3, 5, 64]))),
-    (check_concat_shapes, ((3.0, 5, 4, 16), (3, 5, 64.0))),  # integral floats count as integers
-    # 6.2: every correct style
-    # 6.3
+    # 6.1: by formula, by tracing numbered heads through the merges, numpy integers
+    (check_concat_source, {"right": src_right, "buggy": src_buggy}),
+    (check_concat_source, {"right": src_traced(mha.merge_heads), "buggy": src_traced(merge_heads_buggy)}),
+    (check_concat_source, {"right": lambda t, j, L, h, d: np.array([j // d, t, j % d]),
+                           "buggy": lambda t, j, L, h, d: tuple(map(int, np.unravel_index(t * h * d + j, (h, L, d))))}),
 ]
 
 
 test_right_answers_pass = right_answers(RIGHT)
 
 test_stubs_are_not_done = not_done_answers([
-    (check_concat_shapes, (..., ...)),
-    (check_concat_shapes, ((..., ..., ..., ...), (..., ..., ...))),  # the stub cell as written
-    (check_concat_shapes, ((3, 5, 4, 16), ...)),
+    (check_concat_source, {"right": ..., "buggy": ...}),
+    (check_concat_source, {"right": src_right, "buggy": ...}),
 ])
 
 # Garbage only these exercises' checkers get (the generic garbage is in tests/checkers/test_exercises_common.py).
@@ -97,17 +113,17 @@ def _forgot_return(*args):
 SHORTCUT = "不能调用现成的"
 
 WRONG = [
-    # 6.1
-    (check_concat_shapes, ((3, 4, 5, 16), (3, 5, 64)), ["交换第 1 轴"]),
-    (check_concat_shapes, ((3, 4, 16, 5), (3, 5, 64)), ["transpose(2, 3)"]),
-    (check_concat_shapes, ((3, 5, 4, 16), (3, 4, 80)), ["把 L 和 d_k 合并"]),
-    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 16)), ["一个头的宽度"]),
-    (check_concat_shapes, ((3, 5, 4, 16), (3, 5, 4, 16)), ["还是四维"]),
-    (check_concat_shapes, ((3, 5, 4, 16), (3, 64, 5)), ["最后两维合并"]),
-    (check_concat_shapes, ((3, 5, 4, 16), None), ["view 之后的形状", "是 None"]),
-    (check_concat_shapes, ((3, 5, None, 16), (3, 5, 64)), ["transpose 之后的形状", "是 None"]),
-    (check_concat_shapes, ((3, 5, 4, 16.5), (3, 5, 64)), ["应该是整数"]),
-    (check_concat_shapes, ((3, 5, 4, 16),), ["两个形状"]),
+    # 6.1: each typical mistake named
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j % h, t, j // h), "buggy": src_buggy}, ["(d_k, h)", "交错"]),
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j % d, t, j // d), "buggy": src_buggy}, "放反了"),
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d + 1), "buggy": src_buggy}, "从 1 数了"),
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d), "buggy": src_buggy}, "从 1 数了"),
+    (check_concat_source, {"right": src_right, "buggy": src_right}, ["正确 Concat 的来源", "没有 transpose"]),
+    (check_concat_source, {"right": src_buggy, "buggy": src_buggy}, "不对"),
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d, t), "buggy": src_buggy}, "三个下标"),
+    (check_concat_source, {"right": lambda t, j, L, h, d: None, "buggy": src_buggy}, "return"),
+    (check_concat_source, {"right": src_right}, "缺少键"),
+    (check_concat_source, (src_right, src_buggy), "字典"),
     # 6.2: wrong merges
     # 6.2: the input must not change
     # 6.2: shortcuts into mha are named, however they are reached
@@ -186,6 +202,8 @@ NOT_DONE_REPAIR = answers_for(check_merge_bug_repair, [{"fails": ..., "repair": 
 WRONG_REPAIR = mistakes_for(check_merge_bug_repair, [
     ({"fails": ["shape", *FAILS], "repair": repair_ref}, "其实成立"),
     ({"fails": ["per_token"], "repair": repair_ref}, "漏了"),
+    ({"fails": [*FAILS, "right_if_one_head"], "repair": repair_ref}, ["其实成立", "只有一个头"]),
+    ({"fails": [*FAILS, "right_if_one_token"], "repair": repair_ref}, ["其实成立", "只有一个 token"]),
     ({"fails": FAILS, "repair": lambda w, h: w}, "wrong 本身"),
     ({"fails": FAILS, "repair": lambda w, h: mha.merge_heads(mha.split_heads(w, h))}, "wrong 本身"),
     ({"fails": FAILS, "repair": lambda w, h: mha.split_heads(w, h).reshape(w.shape)}, "读成了 (B, L, h, d_k)"),

@@ -9,7 +9,7 @@ import torch
 
 import mha
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
-from mha.course.exercises import (check_concat_from_output, check_w_o_params_dv)
+from mha.course.exercises import check_changed_outputs, check_head_matrix
 from mha.course.exercises import (results)
 from mha.course.exercises import check_remove_head
 
@@ -121,21 +121,80 @@ def _minus_contribution(heads, W_o, i):
     return W_o(heads.transpose(1, 2).reshape(B, L, h * d)) - heads[:, i] @ W_o.weight.T[i * d:(i + 1) * d]
 
 
-RIGHT_NEW = [(check_w_o_params_dv, 131584), (check_w_o_params_dv, 131584.0),
-             (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight).T),
-             (check_concat_from_output, lambda out, W: torch.linalg.solve(W.weight, (out - W.bias).unsqueeze(-1)).squeeze(-1)),
- ]
+def head_matrix(layer, i):
+    d_k = layer.d_k
+    return layer.W_v.weight.T[:, i * d_k:(i + 1) * d_k] @ layer.W_o.weight.T[i * d_k:(i + 1) * d_k]
+
+
+def head_matrix_by_experiment(layer, i):
+    """Honest: push the identity through W_v (no bias), keep head i, merge, W_o without its bias."""
+    with torch.no_grad():
+        eye = torch.eye(layer.d_model)
+        v = mha.split_heads((layer.W_v(eye) - layer.W_v.bias)[None], layer.n_heads)
+        keep = torch.zeros(layer.n_heads, 1, 1)
+        keep[i] = 1
+        return layer.W_o(mha.merge_heads(v * keep))[0] - layer.W_o.bias
+
+
+def changed_ref(t, i, L, d, h, with_w_o):
+    out = torch.zeros(L, d, dtype=torch.bool)
+    if with_w_o:
+        out[t] = True
+    else:
+        out[t, i * (d // h):(i + 1) * (d // h)] = True
+    return out
+
+
+def changed_by_experiment(t, i, L, d, h, with_w_o):
+    heads = torch.randn(1, h, L, d // h)
+    moved = heads.clone()
+    moved[0, i, t] += 1.0
+    W_o = torch.nn.Linear(d, d)
+    run = (lambda x: W_o(mha.merge_heads(x))) if with_w_o else mha.merge_heads
+    with torch.no_grad():
+        return ((run(moved) - run(heads)).abs() > 1e-6)[0].int()  # 0/1 integers count too
+
+
+def _changed_patch(**patch):
+    def fn(t, i, L, d, h, with_w_o):
+        out = changed_ref(t, i, L, d, h, with_w_o)
+        key = "with" if with_w_o else "without"
+        return patch[key](t, i, L, d, h) if key in patch else out
+    return fn
+
+
+def _block(t, i, L, d, h, shift=0):
+    out = torch.zeros(L, d, dtype=torch.bool)
+    out[t, (i + shift) * (d // h):(i + shift + 1) * (d // h)] = True
+    return out
+
+
+RIGHT_NEW = [
+    (check_head_matrix, {"matrix": head_matrix, "max_rank": 64}),
+    (check_head_matrix, {"matrix": head_matrix_by_experiment, "max_rank": np.int64(64)}),
+    (check_changed_outputs, changed_ref),
+    (check_changed_outputs, changed_by_experiment),
+]
 WRONG_NEW = [
-    (check_w_o_params_dv, 512 * 512 + 512, "nn.Linear(256, 512)"),
-    (check_w_o_params_dv, 256 * 512, "忘了 bias"),
-    (check_w_o_params_dv, 256 * 512 + 256, "偏置的个数"),
-    (check_w_o_params_dv, 32 * 512 + 512, "一个头"),
-    (check_w_o_params_dv, 7, "不对"),
-    (check_concat_from_output, lambda out, W: out @ torch.linalg.inv(W.weight).T, "减去偏置"),
-    (check_concat_from_output, lambda out, W: (out - W.bias) @ torch.linalg.inv(W.weight), "转置错了"),
-    (check_concat_from_output, lambda out, W: (out - W.bias) @ W.weight, "逆"),
-    (check_concat_from_output, lambda out, W: out, "数值不对"),
-    (check_concat_from_output, lambda out, W: out.sub_(W.bias) @ torch.linalg.inv(W.weight).T, "原地改动了传进来的参数 out"),
+    (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i).T, "max_rank": 64}, "转置了"),
+    (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight[:, i * l.d_k:(i + 1) * l.d_k] @ l.W_o.weight[i * l.d_k:(i + 1) * l.d_k],
+                         "max_rank": 64}, "weight 当成了 W"),
+    (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight.T @ l.W_o.weight.T, "max_rank": 64}, "所有头"),
+    (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i) * 1.01, "max_rank": 64}, "数值不对"),
+    (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i)[:, :l.d_k], "max_rank": 64}, "形状应该是"),
+    (check_head_matrix, {"matrix": head_matrix, "max_rank": 512}, "满秩"),
+    (check_head_matrix, {"matrix": head_matrix, "max_rank": 8}, "头数"),
+    (check_head_matrix, {"matrix": head_matrix, "max_rank": 4096}, "d_k²"),
+    (check_head_matrix, {"matrix": head_matrix, "max_rank": 63}, "最窄"),
+    (check_head_matrix, {"matrix": head_matrix}, "缺少键"),
+    (check_changed_outputs, _changed_patch(**{"with": _block}), "全部列都变"),
+    (check_changed_outputs, _changed_patch(**{"with": lambda t, i, L, d, h: torch.ones(L, d, dtype=torch.bool)}), "单独作用"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: changed_ref(t, i, L, d, h, True)), "别的列不动"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, i, L, d, h).any(0).expand(L, d)), "不搬 token"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, i, L, d, h, 1)), "从 1 数了"),
+    (check_changed_outputs, lambda t, i, L, d, h, w: ~changed_ref(t, i, L, d, h, w), "极性反了"),
+    (check_changed_outputs, lambda t, i, L, d, h, w: changed_ref(t, i, L, d, h, w)[:, :1], "形状应该是"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: torch.zeros(L, d, dtype=torch.bool)), "不对"),
 ]
 
 

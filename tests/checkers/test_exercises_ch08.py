@@ -12,63 +12,55 @@ from torch import nn
 import mha
 from exercise_support import (verdict_allowing_prints, answers_for, every, mistakes_for, not_done_answers, raise_value_error, right_answers,
                               wrong_answers)
-from mha.course.exercises import check_layer_shapes, check_load_from_torch, check_my_multihead_attention, results
+from mha.course.exercises import check_zeroed_weight, check_load_from_torch, check_my_multihead_attention, results
 from mha.course.exercises import check_scale_bug
 
 
-# ---------------------------------------------------------------- 8.1 shapes
-def shapes_solution(B, L, S, d_model, n_heads):
-    d_k = d_model // n_heads
-    return {"projected_q": (B, L, d_model), "split_q": (B, n_heads, L, d_k), "scores": (B, n_heads, L, S),
-            "heads": (B, n_heads, L, d_k), "concat": (B, L, d_model), "output": (B, L, d_model)}
+# ---------------------------------------------------------------- 8.1 predict an ablation
+ABLATED = {"W_q": ["rows_equal"], "W_k": ["rows_equal", "uniform"], "W_v": ["rows_equal"], "W_o": ["rows_equal", "bias_only"]}
 
 
-def shapes_with(**wrong):
-    def fn(B, L, S, d_model, n_heads):
-        out = shapes_solution(B, L, S, d_model, n_heads)
-        out.update({k: v(B, L, S, d_model, n_heads) if callable(v) else v for k, v in wrong.items()})
-        return out
-    return fn
+def ablated_by_experiment():
+    """An honest answer: zero each weight in a layer and look (any layer with non-zero biases)."""
+    answer = {}
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        torch.manual_seed(3)
+        layer = mha.MultiHeadAttention(12, 3).eval()
+        with torch.no_grad():
+            for lin in (layer.W_q, layer.W_k, layer.W_v, layer.W_o):
+                lin.bias.uniform_(0.5, 1.0)
+            getattr(layer, name).weight.zero_()
+            x = torch.randn(1, 6, 12)
+            out, w = layer(x, x, x, need_weights=True)
+        holds = {"rows_equal": torch.allclose(out, out[:, :1].expand_as(out), atol=1e-5),
+                 "uniform": torch.allclose(w, torch.full_like(w, 1 / 6), atol=1e-5),
+                 "bias_only": torch.allclose(out, layer.W_o.bias.expand_as(out), atol=1e-5)}
+        answer[name] = {k for k, v in holds.items() if v}
+    return answer
 
 
-def shapes_by_running(B, L, S, d_model, n_heads):  # measure instead of reasoning: allowed here
-    q, kv = torch.zeros(B, L, d_model), torch.zeros(B, S, d_model)
-    layer = mha.MultiHeadAttention(d_model, n_heads)
-    sq, sk = mha.split_heads(layer.W_q(q), n_heads), mha.split_heads(layer.W_k(kv), n_heads)
-    return {"projected_q": layer.W_q(q).shape, "split_q": sq.shape, "scores": mha.attention_scores(sq, sk).shape,
-            "heads": sq.shape, "concat": q.shape, "output": layer(q, kv, kv).shape}
+def ablated(**changed):
+    return {**ABLATED, **changed}
 
 
-RIGHT_8_1 = answers_for(check_layer_shapes, [
-    shapes_solution,
-    shapes_by_running,  # torch.Size values
-    lambda B, L, S, d, h: {k: list(v) for k, v in shapes_solution(B, L, S, d, h).items()},
-    lambda B, L, S, d, h: {k: tuple(np.int64(n) for n in v) for k, v in shapes_solution(B, L, S, d, h).items()},
-    lambda B, L, S, d, h: {k: np.array(v) for k, v in shapes_solution(B, L, S, d, h).items()},
-    lambda B, L, S, d, h: {k: tuple(torch.tensor(n) for n in v) for k, v in shapes_solution(B, L, S, d, h).items()},
-    shapes_with(split_q=lambda B, L, S, d, h: (B, h, L, d / h), heads=lambda B, L, S, d, h: (B, h, L, d / h)),  # 64.0
-    shapes_with(extra=(1, 2)),  # an extra key is fine
+RIGHT_8_1 = answers_for(check_zeroed_weight, [
+    ABLATED,
+    ablated_by_experiment(),
+    {k: tuple(reversed(v)) for k, v in ABLATED.items()},  # any order, tuples and sets alike
 ])
-
-NOT_DONE_8_1 = answers_for(check_layer_shapes, [shapes_with(scores=...)])
-
-WRONG_8_1 = mistakes_for(check_layer_shapes, [
-    (shapes_with(scores=lambda B, L, S, d, h: (B, h, L, L)), "不是 Query 的长度 L"),
-    (shapes_with(split_q=lambda B, L, S, d, h: (B, L, h, d // h)), "transpose(1, 2)"),
-    (shapes_with(heads=lambda B, L, S, d, h: (B, h, L, d)), "每个头只有 d_k"),
-    (shapes_with(output=lambda B, L, S, d, h: (B, S, d)), "output 应该是"),
-    (lambda *a: {"output": (1, 1, 1)}, "缺少这些键"),
-    (shapes_with(scores=None), '["scores"] 是 None'),
-    (shapes_with(concat=lambda B, L, S, d, h: (B, L, d + 0.5)), "应该是整数"),
-    (shapes_with(concat=lambda B, L, S, d, h: (B, L, True)), "布尔值"),
-    (shapes_with(concat=lambda B, L, S, d, h: torch.zeros(B, L, d)), "而不是张量"),
-    (shapes_with(concat="(B, L, d_model)"), "要写成一个 tuple"),
-    (shapes_with(concat=lambda B, L, S, d, h: (B, L, None)), "是 None"),
-    (lambda *a: [(1, 2)], "应该是一个 dict"),
-    (lambda *a: None, "返回了 None"),
-    (lambda B, L, S: {}, "TypeError"),
-    (raise_value_error, "ValueError: boom"),
-    ("text", "callable"),
+NOT_DONE_8_1 = answers_for(check_zeroed_weight, [ablated(W_v=...)])
+WRONG_8_1 = mistakes_for(check_zeroed_weight, [
+    (ablated(W_q=["rows_equal", "uniform"]), ["W_q", "偏置还在"]),
+    (ablated(W_q=[]), ["W_q", "同一个 b^Q"]),
+    (ablated(W_k=["rows_equal"]), ["W_k", "均匀的 1/S"]),
+    (ablated(W_k=["uniform"]), ["W_k", "同一个平均"]),
+    (ablated(W_v=["rows_equal", "bias_only"]), ["W_v", "b^V W^O + b^O"]),
+    (ablated(W_v=[]), ["W_v", "加权平均都是 b^V"]),
+    (ablated(W_o=["rows_equal"]), ["W_o", "只剩 b^O"]),
+    (ablated(W_o=["rows_equal", "bias_only", "uniform"]), ["W_o", "不受影响"]),
+    (ablated(W_o=["rows_equal", "bias"]), "不认识的名字"),
+    (ablated(W_o=[1]), "名字的列表"),
+    ({"W_q": []}, "缺少键"),
 ])
 
 
@@ -500,7 +492,7 @@ test_stubs_are_not_done = not_done_answers(NOT_DONE_8_1, NOT_DONE_8_3)
 test_wrong_answers_are_named = wrong_answers(WRONG_8_1, WRONG_8_2, SHORTCUTS_8_3, WRONG_8_3)
 # Garbage only these exercises' checkers get (the generic garbage is in tests/checkers/test_exercises_common.py).
 test_garbage_never_raises = wrong_answers(every(
-    [check_layer_shapes, check_load_from_torch, check_my_multihead_attention],
+    [check_zeroed_weight, check_load_from_torch, check_my_multihead_attention],
     [[1, 2], lambda *a: float("nan"), lambda *a: 1 / 0, lambda *a: torch.full((2, 2), float("nan")), nn.Linear]))
 
 

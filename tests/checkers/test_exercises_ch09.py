@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.course.exercises import (check_all_head_weights, check_middle_widths, check_padding_mask, check_zero_weights)
+from mha.course.exercises import check_masked_mean, check_pad_change, check_padding_mask, check_zero_weights
 from exercise_support import (RETURNED_GARBAGE, answers_for, every, fails_with, mistakes_for, not_done_answers,
                               passes, raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs,
                               shape_styles, shapes_changed, shapes_mapped, shapes_without, wrong_answers)
@@ -186,172 +186,72 @@ def w_torch_mha(q, k, head, n, m):
     return weights_ok(q, k, head, n, m)
 
 
-# ---------------------------------------------------------------- 9.3 middle widths
-
-def widths_ok(B, L, d_model, n_heads, d_k, d_v):
-    h = n_heads
-    return {
-        "q_proj": (B, L, h * d_k), "v_proj": (B, L, h * d_v),
-        "q": (B, h, L, d_k), "k": (B, h, L, d_k), "v": (B, h, L, d_v),
-        "scores": (B, h, L, L), "heads": (B, h, L, d_v),
-        "concat": (B, L, h * d_v), "output": (B, L, d_model),
-    }
+# ---------------------------------------------------------------- 9.2 the mean over real tokens
+def mean_ok(out, pad_mask):
+    keep = pad_mask[:, 0, 0, :, None].to(out.dtype)  # (B, L, 1)
+    return (out * keep).sum(1) / keep.sum(1)
 
 
-def widths_map(convert, keys=None):
-    """The right answer with some shapes written another way."""
-    return shapes_mapped(widths_ok, convert, keys)
+def mean_loop(out, pad_mask):  # a loop over sentences, boolean indexing, a debugging print
+    rows = []
+    for b in range(out.shape[0]):
+        rows.append(out[b][pad_mask[b, 0, 0]].mean(0))
+    return torch.stack(rows)
 
 
-def _widths_sizes(B, L, d_model, n_heads, d_k, d_v):
-    return dict(B=B, L=L, d_model=d_model, h=n_heads, d_k=d_k, d_v=d_v,
-                hd_k=n_heads * d_k, hd_v=n_heads * d_v, d_model_h=d_model // n_heads)
-
-
-def widths_with(**changes):
-    return shapes_changed(widths_ok, _widths_sizes, **changes)
-
-
-def widths_by_running_mha(B, L, d_model, n_heads, d_k, d_v):
-    out = widths_ok(B, L, d_model, n_heads, d_k, d_v)
-    out["q"] = tuple(mha.split_heads(torch.zeros(B, L, n_heads * d_k), n_heads).shape)
-    return out
-
-
-WIDTHS_RIGHT = answers_for(check_middle_widths, [
-    widths_ok,
-    *shape_styles(widths_ok, "scores"),
-    widths_map(np.array),  # a 1-d numpy array of ints
-    lambda B, L, d_model, n_heads, d_k, d_v: {**widths_ok(B, L, d_model, n_heads, d_k, d_v), "extra": "ignored"},
-])
-
-WIDTHS_WRONG = mistakes_for(check_middle_widths, [
-    (widths_with(concat=("B", "L", "d_model")), ["h·d_v"]),
-    (widths_with(q_proj=("B", "L", "d_model")), ["h·d_k"]),
-    (widths_with(v=("B", "h", "L", "d_k"), heads=("B", "h", "L", "d_k")), ["不是 d_k"]),
-    (widths_with(scores=("B", "h", "L", "d_k")), ["和 d_k、d_v 无关"]),
-    (widths_with(output=("B", "L", "hd_v")), ["映射回 d_model"]),
-    (widths_with(q=("B", "h", "L", "d_model_h")), ["不再是 d_model / h"]),
-    (widths_with(k=("B", "L", "h", "d_k")), ["transpose"]),
-    (lambda B, L, d, h, d_k, d_v: widths_ok(B, L, d, h, d // h, d // h), ['shapes["q_proj"]']),  # standard widths only
-    (lambda *a: widths_ok(1, 4, 6, 2, 2, 4), ["B=2"]),  # a fixed answer
-    (shapes_without(widths_ok, "concat"), ["缺少", "concat"]),
-    (widths_map(lambda s: None, ["heads"]), ['shapes["heads"]', "是 None"]),
-    (widths_map(lambda s: (s[0] + 0.5,) + s[1:], ["v"]), ['shapes["v"]', "应该是整数"]),
-    (widths_map(lambda s: (True,) + s[1:], ["v"]), ["布尔值"]),
-    (widths_map(lambda s: torch.zeros(s), ["q"]), ["tuple(t.shape)"]),
-    (widths_map(str, ["k"]), ['shapes["k"]', "tuple"]),
-    (widths_by_running_mha, [SHORTCUT, "mha.split_heads"]),
-    (lambda *a: [widths_ok(*a)], ["dict"]),
-    (lambda *a: None, ["返回了 None"]),
+MEAN_RIGHT = answers_for(check_masked_mean, [
+    mean_ok,
+    mean_loop,
+    lambda o, m: torch.einsum("bl,bld->bd", m.flatten(1).double(), o.double()) / m.flatten(1).sum(1, keepdim=True),
 ])
 
 
-# ---------------------------------------------------------------- 9.2 (reworked) every head, split by hand
-
-def all_heads_ok(q_proj, k_proj, n_heads, key_mask):
-    L, d_model = q_proj.shape
-    S, d_k = k_proj.shape[0], d_model // n_heads
-    q = q_proj.view(L, n_heads, d_k).transpose(0, 1)   # (h, L, d_k)
-    k = k_proj.view(S, n_heads, d_k).transpose(0, 1)   # (h, S, d_k)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
-    return torch.softmax(scores.masked_fill(~key_mask, float("-inf")), dim=-1)
+def _mean_in_place(out, pad_mask):
+    out.data.mul_(pad_mask[:, 0, 0, :, None])
+    return out.sum(1) / pad_mask.flatten(1).sum(1, keepdim=True)
 
 
-def all_heads_loop(qp, kp, h, m):  # renamed arguments, a loop over heads, torch.stack
-    d_k = qp.shape[1] // h
-    out = []
-    for i in range(h):
-        s = qp[:, i * d_k:(i + 1) * d_k] @ kp[:, i * d_k:(i + 1) * d_k].T / d_k ** 0.5
-        out.append(torch.softmax(s.masked_fill(~m, -1e9), dim=-1))
-    return torch.stack(out)
+def _mean_by_length(out, pad_mask):
+    n = pad_mask.flatten(1).sum(1)
+    return torch.stack([out[b, :int(n[b])].mean(0) for b in range(out.shape[0])])
 
 
-def all_heads_chunk(q_proj, k_proj, n_heads, key_mask):  # torch.chunk + einsum + F.softmax + finfo.min
-    q = torch.stack(q_proj.chunk(n_heads, dim=-1))
-    k = torch.stack(k_proj.chunk(n_heads, dim=-1))
-    s = torch.einsum("hld,hsd->hls", q, k) / math.sqrt(q.shape[-1])
-    return F.softmax(s.masked_fill(~key_mask, torch.finfo(s.dtype).min), dim=-1)
-
-
-def _all_heads_variant(view, scale=lambda d_k, d_model: math.sqrt(d_k), dim=-1, mask=lambda m: m, after=False):
-    def fn(q_proj, k_proj, n_heads, key_mask):
-        L, d_model = q_proj.shape
-        S, d_k = k_proj.shape[0], d_model // n_heads
-        q, k = view(q_proj, L, n_heads, d_k), view(k_proj, S, n_heads, d_k)
-        s = q @ k.transpose(-2, -1) / scale(d_k, d_model)
-        if after:
-            return torch.softmax(s, dim=-1).masked_fill(~key_mask, 0.0)
-        return torch.softmax(s.masked_fill(~mask(key_mask), -1e9), dim=dim)
-    return fn
-
-
-def _right_view(t, n, h, d_k):
-    return t.view(n, h, d_k).transpose(0, 1)
-
-
-def all_heads_wrong_gradient(q, k, h, m):  # right values, but the gradient to q_proj is scaled
-    w = all_heads_ok(q, k, h, m)
-    return w + (q.sum() - q.sum().detach()) * 1e-2
-
-
-ALL_HEADS_RIGHT = answers_for(check_all_head_weights, [
-    all_heads_ok,
-    all_heads_loop,
-    all_heads_chunk,
-    lambda q, k, h, m: all_heads_ok(q.float(), k.float(), h, m),  # float32 is fine
+MEAN_WRONG = mistakes_for(check_masked_mean, [
+    (lambda o, m: o.mean(1), "PAD 的行也算进了平均"),
+    (lambda o, m: (o * m[:, 0, 0, :, None]).sum(1) / o.shape[1], "除以了 L"),
+    (lambda o, m: (o * m[:, 0, 0, :, None]).sum(1), "没有除以"),
+    (_mean_by_length, "按长度"),
+    (lambda o, m: mean_ok(o, m).detach(), "不能求梯度"),
+    (_mean_in_place, MUTATED),
+    (lambda o, m: mean_ok(o, m)[:, None], "形状应该是"),
+    (lambda o, m: mean_ok(o, m) * 1.01, "数值不对"),
+    (lambda o, m: (o * m).sum(1), "运行时抛出了"),  # (B, 1, 1, L) against (B, L, d) does not line up
 ])
 
-ALL_HEADS_WRONG = mistakes_for(check_all_head_weights, [
-    (_all_heads_variant(lambda t, n, h, d_k: t.reshape(h, n, d_k)), ["少了 transpose"]),
-    (_all_heads_variant(lambda t, n, h, d_k: t.view(n, d_k, h).permute(2, 0, 1)), ["隔 h 取一列"]),
-    (_all_heads_variant(_right_view, scale=lambda d_k, d_model: 1.0), ["忘了除以 √d_k"]),
-    (_all_heads_variant(_right_view, scale=lambda d_k, d_model: math.sqrt(d_model)), ["√d_model"]),
-    (_all_heads_variant(_right_view, dim=-2), ["softmax 的轴错了"]),
-    (_all_heads_variant(_right_view, mask=lambda m: ~m), ["极性反了"]),
-    (_all_heads_variant(_right_view, mask=lambda m: torch.ones_like(m)), ["没有用掩码"]),
-    (_all_heads_variant(_right_view, after=True), ["softmax 之后"]),
-    (lambda q, k, h, m: all_heads_ok(q, k, h, m).transpose(0, 1), ["(L, h, S)"]),
-    (lambda q, k, h, m: all_heads_ok(q, k, h, m).mean(0), ["(L, S)", "不要把头合并"]),
-    (lambda q, k, h, m: all_heads_ok(q, k, h, m).transpose(1, 2), ["(h, S, L)"]),
-    (lambda q, k, h, m: all_heads_ok(q, k, h, m).detach(), ["不能求梯度"]),
-    (lambda q, k, h, m: all_heads_ok(q, k.detach(), h, m), ["梯度传不到 k_proj"]),
-    (all_heads_wrong_gradient, ["梯度不对", "q_proj"]),
-    (lambda q, k, h, m: mha.masked_softmax(mha.attention_scores(mha.split_heads(q[None], h), mha.split_heads(k[None], h)), m)[0],
-     ["不能调用现成的", "mha.split_heads"]),
-    (lambda q, k, h, m: F.scaled_dot_product_attention(q, k, k), ["不能调用现成的", "scaled_dot_product_attention"]),
-    (lambda q, k, h, m: q @ k, ["运行时抛出了"]),  # a torch error inside the student's code
-    (lambda q, k, h, m: None, ["返回了 None"]),
-    (raise_value_error, ["ValueError: boom"]),
+
+# ---------------------------------------------------------------- 9.3 predict: only PAD's word vector changes
+PAD_ROWS_RIGHT = answers_for(check_pad_change, [
+    {"weights_rows": [3], "output_rows": [3]},
+    {"weights_rows": torch.tensor([3]), "output_rows": (3,)},
+])
+PAD_ROWS_NOT_DONE = answers_for(check_pad_change, [{"weights_rows": [3], "output_rows": ...}])
+PAD_ROWS_WRONG = mistakes_for(check_pad_change, [
+    ({"weights_rows": [], "output_rows": [3]}, ["weights_rows", "照常算"]),
+    ({"weights_rows": [3], "output_rows": [0, 1, 2, 3]}, ["output_rows", "挡住"]),
+    ({"weights_rows": [4], "output_rows": [3]}, "从 0 数"),
+    ({"weights_rows": [0, 3], "output_rows": [3]}, "提示"),
+    ({"weights_rows": [3]}, "缺少键"),
+    ({"weights_rows": "3", "output_rows": [3]}, "列表"),
 ])
 
 
 # ---------------------------------------------------------------- the tables, run
-test_right_answers_pass = right_answers(PAD_RIGHT, ALL_HEADS_RIGHT, WIDTHS_RIGHT)
+test_right_answers_pass = right_answers(PAD_RIGHT, MEAN_RIGHT, PAD_ROWS_RIGHT)
 # a student's 9.1: the mask counted from the first PAD on (a PAD in the middle of a sentence is missed)
 FROM_FIRST_PAD = [(check_padding_mask, lambda ids, p: ((ids == p).long().cumsum(-1) == 0)[:, None, None, :], "第一个 PAD")]
-test_wrong_answers_are_named = wrong_answers(PAD_WRONG, ALL_HEADS_WRONG, WIDTHS_WRONG, FROM_FIRST_PAD)
-# The stub and garbage answers of these exercises beyond the generic ones (tests/checkers/test_exercises_common.py).
-test_stubs_are_not_done = not_done_answers(answers_for(check_middle_widths,
-                                                      shape_dict_stubs(widths_ok, 1, 1, 2, 1, 1, 1)))
-test_garbage_gets_a_verdict = wrong_answers(every([check_padding_mask, check_all_head_weights,  check_middle_widths],
-                                                  RETURNED_GARBAGE + shape_dict_garbage(widths_ok, 1, 1, 2, 1, 1, 1)))
-
-
-def test_one_head_weights_on_the_worked_example():
-    """The reference in the notebook checks its answer against the layer: the checker's key agrees."""
-    from mha.course.exercises.ch09 import _one_head_weights_reference
-
-    torch.manual_seed(0)
-    layer = mha.MultiHeadAttention(6, 2, dropout=0.0)
-    x = torch.randn(1, 4, 6)
-    mask = mha.padding_mask(torch.tensor([[1, 2, 3, 0]]), 0)
-    with torch.no_grad():
-        _, weights = layer(x, x, x, mask, need_weights=True)
-        q_proj, k_proj = layer.W_q(x)[0], layer.W_k(x)[0]
-        for head in range(2):
-            mine = _one_head_weights_reference(q_proj, k_proj, head, 2, mask[0, 0, 0])
-            assert torch.allclose(mine, weights[0, head], atol=1e-6)
+test_wrong_answers_are_named = wrong_answers(PAD_WRONG, MEAN_WRONG, PAD_ROWS_WRONG, FROM_FIRST_PAD)
+test_stubs_are_not_done = not_done_answers(PAD_ROWS_NOT_DONE)
+test_garbage_gets_a_verdict = wrong_answers(every([check_padding_mask, check_masked_mean], RETURNED_GARBAGE))
 
 
 # ---------------------------------------------------------------- 9.4 (predict the zero weights)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import mha
-from mha.course.exercises import (check_cross_attention_shapes)
+from mha.course.exercises import check_mask_alignment
 from mha.course.exercises import check_cache_step_mask, check_decoder_mask, check_window_mask
 from exercise_support import (RETURNED_GARBAGE, verdict_allowing_prints, answers_for, every, mistakes_for, not_done_answers,
                               raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs, shape_styles,
@@ -219,92 +219,45 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
 ])
 
 
-# ---------------------------------------------------------------- 10.3 cross-attention shapes
-
-def shapes_ok(B, L, S, d_model, n_heads):
-    d_k = d_model // n_heads
-    return {
-        "mask": (B, 1, 1, S),
-        "q": (B, n_heads, L, d_k),
-        "k": (B, n_heads, S, d_k),
-        "v": (B, n_heads, S, d_k),
-        "scores": (B, n_heads, L, S),
-        "weights": (B, n_heads, L, S),
-        "heads": (B, n_heads, L, d_k),
-        "output": (B, L, d_model),
-    }
+# ---------------------------------------------------------------- 10.3 a (B, S) mask handed over three ways
+ALIGN = {"m": lambda b, i, t: t, "m[:, None]": lambda b, i, t: i, "right": ["m[:, None, None]"]}
 
 
-def shapes_map(convert, keys=None):
-    return shapes_mapped(shapes_ok, convert, keys)
+def rows_by_experiment(expand):
+    """An honest answer: mark row r of a (3, 5) mask at key r, broadcast, read off which row reached (b, i, t)."""
+    def fn(b, i, t):
+        m = ~torch.eye(3, 5, dtype=torch.bool)
+        hidden = torch.zeros(3, 3, 3, 5).masked_fill(~expand(m), 1.0)
+        return hidden[b, i, t].argmax()  # a 0-d tensor counts as an int
+    return fn
 
 
-def _shapes_sizes(B, L, S, d_model, n_heads):
-    return dict(B=B, L=L, S=S, d_model=d_model, h=n_heads, d_k=d_model // n_heads)
-
-
-def shapes_with(**changes):
-    return shapes_changed(shapes_ok, _shapes_sizes, **changes)
-
-
-def shapes_by_running_mha(B, L, S, d_model, n_heads):
-    out = shapes_ok(B, L, S, d_model, n_heads)
-    layer = mha.MultiHeadAttention(d_model, n_heads)
-    out["output"] = tuple(layer(torch.zeros(B, L, d_model), torch.zeros(B, S, d_model), torch.zeros(B, S, d_model)).shape)
-    return out
-
-
-def shapes_by_running_torch(B, L, S, d_model, n_heads):
-    out = shapes_ok(B, L, S, d_model, n_heads)
-    layer = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
-    out["output"] = tuple(layer(torch.zeros(B, L, d_model), torch.zeros(B, S, d_model), torch.zeros(B, S, d_model))[0].shape)
-    return out
-
-
-SHAPES_RIGHT = answers_for(check_cross_attention_shapes, [
-    shapes_ok,
-    *shape_styles(shapes_ok, "mask"),
-    lambda b, l, s, d, h: shapes_ok(b, l, s, d, h),  # renamed arguments
+ALIGN_RIGHT = answers_for(check_mask_alignment, [
+    ALIGN,
+    {"m": rows_by_experiment(lambda m: m), "m[:, None]": rows_by_experiment(lambda m: m[:, None]),
+     "right": ("m[:, None, None]",)},
+    {**ALIGN, "right": "m[:, None, None]"},  # one name alone
 ])
-
-SHAPES_WRONG = mistakes_for(check_cross_attention_shapes, [
-    (shapes_with(scores=("B", "h", "L", "L"), weights=("B", "h", "L", "L")), ["不是方阵"]),
-    (shapes_with(scores=("B", "h", "S", "L")), ["行是 query"]),
-    (shapes_with(weights=("B", "L", "S")), ["头的轴 h"]),
-    (shapes_with(output=("B", "S", "d_model")), ["跟着 decoder 的 L"]),
-    (shapes_with(output=("B", "h", "L", "d_k")), ["Concat 和 W^O"]),
-    (shapes_with(q=("B", "h", "L", "d_model")), ["d_k = d_model / n_heads"]),
-    (shapes_with(q=("B", "L", "h", "d_k")), ["transpose"]),
-    (shapes_with(k=("B", "h", "L", "d_k")), ["来自编码器"]),
-    (shapes_with(q=("B", "h", "S", "d_k")), ["Q 来自 decoder"]),
-    # a mask of the wrong shape: the padding mask is (B, 1, 1, S), the shape of mha.padding_mask
-    (shapes_with(mask=("B", 1, 1, "L")), ['shapes["mask"]', "屏蔽的是 key"]),
-    (shapes_with(mask=("B", 1, "L", "L")), ['shapes["mask"]', "L×L"]),
-    (shapes_with(mask=("B", 1, "L", "S")), ['shapes["mask"]', "mha.padding_mask 的形状"]),
-    (shapes_with(mask=("B", "h", "L", "S")), ['shapes["mask"]', "和头无关"]),
-    (shapes_with(mask=("B", "S")), ['shapes["mask"]', "(B, 1, 1, S)"]),
-    (shapes_with(mask=(1, 1, 1, "S")), ['shapes["mask"]', "应该是"]),
-    (lambda *a: shapes_ok(2, 3, 5, 8, 2), ["B=1"]),  # a fixed answer
-    (shapes_without(shapes_ok, "heads"), ["缺少", "heads"]),
-    (shapes_map(lambda s: None, ["weights"]), ['shapes["weights"]', "是 None"]),
-    (shapes_map(lambda s: (s[0] + 0.5,) + s[1:], ["k"]), ['shapes["k"]', "应该是整数"]),
-    (shapes_map(lambda s: (np.bool_(True),) + s[1:], ["k"]), ["布尔值"]),
-    (shapes_map(lambda s: torch.zeros(s), ["q"]), ["tuple(t.shape)"]),
-    (shapes_by_running_mha, [SHORTCUT, "mha.MultiHeadAttention"]),
-    (shapes_by_running_torch, [SHORTCUT, "nn.MultiheadAttention"]),
-    (lambda *a: None, ["返回了 None"]),
+ALIGN_NOT_DONE = answers_for(check_mask_alignment, [{**ALIGN, "right": ...}])
+ALIGN_WRONG = mistakes_for(check_mask_alignment, [
+    ({**ALIGN, "m": lambda b, i, t: b}, ["总是 b", "query 的轴 L"]),
+    ({**ALIGN, "m": lambda b, i, t: i}, ["总是 i", "补出来的 1"]),
+    ({**ALIGN, "m[:, None]": lambda b, i, t: b}, ["总是 b", "头的轴 h"]),
+    ({**ALIGN, "m[:, None]": lambda b, i, t: t}, ["总是 t", "中间那个 1"]),
+    ({**ALIGN, "m": lambda b, i, t: (b + t) % 3}, "先写出两者对齐后的形状"),
+    ({**ALIGN, "right": ["m", "m[:, None, None]"]}, ["m 不对", "B = L 时不报错"]),
+    ({**ALIGN, "right": ["m[:, None]", "m[:, None, None]"]}, ["B = h 时不报错"]),
+    ({**ALIGN, "right": []}, "漏了"),
+    ({**ALIGN, "right": ["m[:, :, None]"]}, "不认识的名字"),
+    ({"m": ALIGN["m"]}, "缺少键"),
 ])
 
 
 # ---------------------------------------------------------------- the tables, run
-test_right_answers_pass = right_answers(WINDOW_RIGHT, DECODER_RIGHT, SHAPES_RIGHT)
-test_wrong_answers_are_named = wrong_answers(WINDOW_WRONG, DECODER_WRONG, SHAPES_WRONG)
-# The stub and garbage answers of these exercises beyond the generic ones (tests/checkers/test_exercises_common.py).
-test_stubs_are_not_done = not_done_answers(answers_for(check_cross_attention_shapes,
-                                                      shape_dict_stubs(shapes_ok, 1, 1, 1, 2, 1)))
-test_garbage_gets_a_verdict = wrong_answers(every(
-    [check_window_mask, check_decoder_mask,   check_cross_attention_shapes],
-    RETURNED_GARBAGE + shape_dict_garbage(shapes_ok, 1, 1, 1, 2, 1)))
+test_right_answers_pass = right_answers(WINDOW_RIGHT, DECODER_RIGHT, ALIGN_RIGHT)
+test_wrong_answers_are_named = wrong_answers(WINDOW_WRONG, DECODER_WRONG, ALIGN_WRONG)
+test_stubs_are_not_done = not_done_answers(ALIGN_NOT_DONE)
+test_garbage_gets_a_verdict = wrong_answers(every([check_window_mask, check_decoder_mask], RETURNED_GARBAGE))
 
 
 @pytest.mark.parametrize("checker, answer", [(check_window_mask, window_printing), (check_decoder_mask, decoder_printing)])
@@ -312,22 +265,6 @@ def test_honest_answers_that_print_pass(capsys, checker, answer):
     """Printing with mha.fmt while debugging is allowed: the verdict (the last line) is a pass."""
     ok, last = verdict_allowing_prints(capsys, checker, answer)
     assert ok is True and "✅" in last, last
-
-
-def test_combine_tries_non_square_masks():
-    """10.2 is tried with L < S and with two different causal arguments of the same shape."""
-    from mha.course.exercises.ch10 import COMBINE_CASES, _combine_causals
-
-    shapes = [(L, len(ids[0])) for ids, _, L in COMBINE_CASES]
-    assert any(L < S for L, S in shapes) and any(L == S for L, S in shapes)
-    assert any(len(_combine_causals(L, S)) == 2 for L, S in shapes)
-
-
-def test_cross_attention_key_matches_the_layer():
-    """The answer key is computed by running mha; it agrees with the worked-out shapes."""
-    from mha.course.exercises.ch10 import cross_shapes
-
-    assert cross_shapes(2, 3, 5, 8, 2) == shapes_ok(2, 3, 5, 8, 2)
 
 
 # ---------------------------------------------------------------- 10.4 (a KV-cache step)

@@ -24,7 +24,7 @@ import torch
 
 import mha.course.selfcheck as sc
 from mha.course import exercises as ex
-from mha.course.exercises import ch02, ch05, ch09, ch10
+from mha.course.exercises import ch02, ch05, ch06, ch09, ch10
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 import setup_cell
@@ -131,13 +131,15 @@ def test_variances_are_the_theory():
         assert (low, high) == pytest.approx((truth * (1 - ch05.VARIANCE_RTOL), truth * (1 + ch05.VARIANCE_RTOL)))
 
 
-def test_concat_shapes_agree_with_the_checker(capsys):
-    t = [v for v, ok in _choices("6.1", 0) if ok][0]
-    concat = [v for v, ok in _choices("6.1", 1) if ok][0]
-    for value, correct in _choices("6.1", 0):
-        assert passes(ex.check_concat_shapes, (value, concat), capsys) == correct, value
-    for value, correct in _choices("6.1", 1):
-        assert passes(ex.check_concat_shapes, (t, value), capsys) == correct, value
+def test_concat_source_choice_agrees_with_the_checker(capsys):
+    """Each option of 6.1's self-check is what one mapping gives; the checker passes exactly the right one's."""
+    L, h, d_k = ch06.SOURCE_CASES[0]
+    buggy = lambda t, j, L, h, d: ((t * h * d + j) // (L * d), (t * h * d + j) // d % L, (t * h * d + j) % d)  # noqa: E731
+    maps = [lambda t, j, L, h, d: (j // d, t, j % d)] + [wrong for _, wrong, _ in ch06.SOURCE_WRONGS]
+    for a in sc.questions("6.1")[0]["answers"]:
+        value = tuple(int(n) for n in re.findall(r"\d+", label(a)))
+        (fn,) = [m for m in maps if m(2, 37, L, h, d_k) == value]
+        assert passes(ex.check_concat_source, {"right": fn, "buggy": buggy}, capsys) == a["correct"], label(a)
 
 
 def test_padding_mask_choice_agrees_with_the_checker(capsys):
@@ -206,9 +208,22 @@ def _truths(exercise_id):
 def test_shape_answers_match_the_lecture_formulas():
     assert _truths("3.1") == [(2, 6, 512)]  # K′ in cross-attention: (B, S, d_model)
     assert _truths("4.1") == [(2, 8, 4, 64)]
-    assert _truths("8.1") == [(3, 3, 5, 4), (3, 3, 5, 7), (3, 5, 12)]  # (B, h, L, d_k), (B, h, L, S), (B, L, d_model)
-    assert _truths("9.3") == [(1, 2, 4, 4), (1, 4, 8), (1, 4, 6)]  # (B, h, L, d_v), (B, L, h d_v), (B, L, d_model)
-    assert _truths("10.3") == [(4, 1, 1, 11), (4, 8, 7, 11), (4, 7, 64)]  # (B, 1, 1, S), (B, h, L, S), (B, L, d_model)
+
+
+def test_prediction_choices_agree_with_the_checkers(capsys):
+    """8.1, 9.3, 10.3: the right option is what the checker accepts, each wrong option a mistake it refuses."""
+    names = {ex.ch08.PROPERTIES[k]: k for k in ex.ch08.PROPERTIES}
+    ablated = {n: sorted(ex.ch08.ablation_truth(n)) for n in ("W_q", "W_k", "W_v", "W_o")}
+    for a in sc.questions("8.1")[0]["answers"]:
+        said = [names[t] for t in label(a).split("、") if t in names]
+        assert passes(ex.check_zeroed_weight, {**ablated, "W_k": said}, capsys) == a["correct"], label(a)
+    for a in sc.questions("9.3")[0]["answers"]:
+        answer = {"weights_rows": [3], "output_rows": ast.literal_eval(label(a))}
+        assert passes(ex.check_pad_change, answer, capsys) == a["correct"], label(a)
+    for a in sc.questions("10.3")[0]["answers"]:
+        row = int(re.search(r"\d+", label(a)).group())
+        answer = {"m": lambda b, i, t: {0: b, 1: i, 2: t}[row], "m[:, None]": lambda b, i, t: i, "right": ["m[:, None, None]"]}
+        assert passes(ex.check_mask_alignment, answer, capsys) == a["correct"], label(a)
 
 
 def test_counts_match_the_formula():
@@ -216,7 +231,7 @@ def test_counts_match_the_formula():
     count, change = sc.questions("3.2")
     assert right(count)["value"] == 4 * (d * d + d)
     assert label(right(change)) == "不变"
-    assert _truths("7.1") == [d * d + d]
+    assert _truths("7.1") == [d // 8]  # the rank of W^V_i W^O_i is at most d_k = 64
 
 
 def test_the_claims_in_the_feedback_are_computed():

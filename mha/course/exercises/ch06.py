@@ -1,6 +1,7 @@
 """Checkers for chapter 06, 步骤 5：Concat.
 
-* 6.1 predict the shapes after ``transpose(1, 2)`` and after ``view``;
+* 6.1 where one number of the Concat comes from: which ``heads[b, i, t, m]`` feeds ``concat[b, t, j]`` (right and
+  buggy merge);
 * 6.2 a bug hunt: a merge_heads without its transpose; which properties fail (computed on the buggy
   function), and the fix;
 * 6.3 swap two heads inside the concatenated tensor (slices of the last axis, without changing the input).
@@ -9,58 +10,70 @@ The answer keys come from :func:`mha.merge_heads` and :func:`mha.split_heads` th
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from mha.steps import merge_heads, split_heads
-from .answers import as_shape, expect_shape, expect_tensor, same
+from .answers import as_shape, expect_shape, expect_tensor, name_the_match
 from .gradients import expect_gradients
-from .records import Bug, check_repair
+from .records import Bug, as_names, check_repair, dict_answer
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
-__all__ = ["check_concat_shapes", "check_merge_bug_repair", "check_swap_heads"]
+__all__ = ["check_concat_source", "check_merge_bug_repair", "check_swap_heads"]
 
-# ---------------------------------------------------------------- 6.1
-CONCAT_CASE = (3, 4, 5, 16)  # heads: (B, h, L, d_k)
-
-
-_same = functools.partial(same, atol=1e-6, rtol=1e-5)
+# ---------------------------------------------------------------- 6.1 (where does one number of the Concat come from)
+SOURCE_CASES = [(5, 4, 16), (3, 2, 5), (4, 3, 2)]  # (L, h, d_k): h != d_k, L != h
 
 
-@checker("ch06", "6.1", "预测 Concat 途中的两个形状")
-def check_concat_shapes(answer):
-    """``answer``: ``(shape after heads.transpose(1, 2), shape after .contiguous().view(B, L, -1))``."""
-    B, h, L, d_k = CONCAT_CASE
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-        raise Mistake("答案应该是两个形状组成的元组：(transpose 之后的形状, view 之后的形状)")
-    first = as_shape(answer[0], "transpose 之后的形状")
-    second = as_shape(answer[1], "view 之后的形状")
-    t = torch.zeros(CONCAT_CASE).transpose(1, 2)
-    want_first, want_second = tuple(t.shape), tuple(t.contiguous().view(B, L, -1).shape)
-    if first == (B, h, L, d_k):
-        raise Mistake(f"transpose 之后的形状 {first} 和原来一样：transpose(1, 2) 交换第 1 轴（头）和第 2 轴（token）")
-    if first == (B, h, d_k, L):
-        raise Mistake(f"transpose 之后的形状 {first}：那是 transpose(2, 3) 的结果；这里交换的是第 1、2 轴（头和 token）")
-    if first != want_first:
-        raise Mistake(f"transpose 之后的形状 {first} 不对。提示：(B, h, L, d_k) 交换第 1、2 轴")
-    if second == (B, h, L * d_k):
-        raise Mistake(f"view 之后的形状 {second} 把 L 和 d_k 合并了；Concat 合并的是每个 token 的 h 个头：h × d_k")
-    if second == (B, L, d_k):
-        raise Mistake(f"view 之后的形状 {second} 只剩一个头的宽度；拼接后宽度是 h × d_k = {h * d_k}")
-    if second == (B, L, h, d_k):
-        raise Mistake(f"{second} 还是四维：view 要把最后两维 (h, d_k) 合成一维 h × d_k")
-    if second != want_second:
-        raise Mistake(f"view 之后的形状 {second} 不对。提示：(B, L, h, d_k) 的最后两维合并")
+def source_map(merge, L: int, h: int, d_k: int) -> dict:
+    """``{(t, j): (i, t', m)}``: ``merge(heads)[b, t, j] == heads[b, i, t', m]``, traced with numbered heads."""
+    numbered = torch.arange(h * L * d_k, dtype=torch.float64).view(1, h, L, d_k)  # each number says where it sits
+    out = merge(numbered)[0]  # (L, h * d_k)
+    return {(t, j): tuple(int(n) for n in torch.unravel_index(out[t, j].long(), (h, L, d_k)))
+            for t in range(L) for j in range(h * d_k)}
+
+
+SOURCE_WRONGS = [  # (name, (t, j, L, h, d_k) -> the (i, t', m) a typical mistake gives, why)
+    ("interleaved", lambda t, j, L, h, d_k: (j % h, t, j // h),
+     "把一行读成了 (d_k, h)：头不是隔 h 列交错放的，每个头占连续的 d_k 列 [i·d_k, (i+1)·d_k)"),
+    ("swapped", lambda t, j, L, h, d_k: (j % d_k, t, j // d_k), "i 和 m 放反了：j // d_k 是头的下标，j % d_k 是头里的第几维"),
+    ("from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k + 1), "从 1 数了：代码里的下标 i、t、m 都从 0 数"),
+    ("head from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k), "头的下标从 1 数了：代码里的下标从 0 数"),
+]
+BUGGY_IS_RIGHT = ("这是正确 Concat 的来源；merge_heads_buggy 没有 transpose，它的一行装的不是一个 token。"
+                  "reshape 只按内存顺序重新切：先算出 (t, j) 在一句话里排第几个数，再按 heads 的 (h, L, d_k) 顺序拆开")
+
+
+@checker("ch06", "6.1", "Concat 里的一个数来自哪个头、哪个 token")
+def check_concat_source(answer):
+    """``answer = {"right": fn, "buggy": fn}``, each ``fn(t, j, L, n_heads, d_k) -> (i, t', m)``: the number at
+    ``concat[b, t, j]`` is ``heads[b, i, t', m]``, for :func:`mha.merge_heads` ("right") and for
+    :func:`merge_heads_buggy` ("buggy"). Nothing is forbidden: tracing numbers through the merges is fine."""
+    dict_answer(answer, ("right", "buggy"), '{"right": 函数, "buggy": 函数}')
+    for key, merge in (("right", merge_heads), ("buggy", merge_heads_buggy)):
+        for L, h, d_k in SOURCE_CASES:
+            truth, got = source_map(merge, L, h, d_k), {}
+            size = f"L={L}、n_heads={h}、d_k={d_k}"
+            for t, j in truth:
+                out = call(answer[key], t, j, L, h, d_k, what=f'answer["{key}"]')
+                got[t, j] = as_shape(out, f'{size} 时 answer["{key}"]({t}, {j}, ...) 的返回值 (i, t, m)')
+                if len(got[t, j]) != 3:
+                    raise Mistake(f'{size} 时 answer["{key}"]({t}, {j}, ...) 应该返回三个下标 (i, t, m)，却返回了 {got[t, j]}')
+            if got == truth:
+                continue
+            (t, j), = [next(k for k in truth if got[k] != truth[k])]
+            what = f'{size} 时 answer["{key}"]({t}, {j}, ...) = {got[t, j]}'
+            if key == "buggy" and got == source_map(merge_heads, L, h, d_k):
+                raise Mistake(f"{what}：{BUGGY_IS_RIGHT}")
+            for _, wrong, why in SOURCE_WRONGS:
+                if all(got[k] == wrong(*k, L, h, d_k) for k in truth):
+                    raise Mistake(f"{what}：{why}")
+            raise Mistake(f"{what} 不对，应该是 {truth[t, j]}。" + (
+                "提示：Concat 的第 i 个头占 [i·d_k, (i+1)·d_k) 列，token 不动" if key == "right" else
+                "提示：buggy 没有搬动任何数，concat 的一句话和 heads 的一句话在内存里是同一串数"))
 
 
 # ---------------------------------------------------------------- 6.2
-MERGE_CASES = [(1, 2, 3, 4), (2, 4, 5, 3), (3, 3, 2, 5)]  # (B, h, L, d_k): h != d_k, L > 1
-
-
 def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
     """Call the student's merge (no ``mha.merge_heads`` unless ``forbid`` says otherwise); a ``view`` on a
     non-contiguous tensor is named as such."""
@@ -71,10 +84,6 @@ def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
             raise Mistake("忘了 .contiguous()：transpose 之后张量在内存里不再连续，直接 .view 会报错；"
                           "先 .contiguous() 再 .view，或者用 .reshape") from None
         raise
-
-
-# ---------------------------------------------------------------- 6.3
-HEAD_CASES = [(2, 3, 4, 5), (1, 4, 6, 2)]  # (B, L, h, d_k), h != d_k
 
 
 # ---------------------------------------------------------------- 6.2 (bug hunt: no transpose)
@@ -89,6 +98,8 @@ PROPERTIES = {
     "undoes_split": "merge(split_heads(x, h)) 还原出 x",
     "per_token": "输出的第 t 行只用到各个头的第 t 个 token",
     "same_numbers": "输出里的数和输入是同一批数（只是换了位置）",
+    "right_if_one_head": "h = 1 时，结果和正确的 Concat 一样",
+    "right_if_one_token": "L = 1 时，结果和正确的 Concat 一样",
 }
 
 
@@ -110,31 +121,25 @@ def _properties_that_fail(merge) -> set:
         fails.add("per_token")
     if not torch.equal(out.flatten().sort().values, heads.flatten().sort().values):
         fails.add("same_numbers")
+    for key, size in (("right_if_one_head", (B, 1, L, d_k)), ("right_if_one_token", (B, h, 1, d_k))):
+        small = torch.randn(size)
+        if not torch.equal(merge(small), merge_heads(small)):
+            fails.add(key)
     return fails
+
+
+FAILS_WHY = {"shape": "形状总是对的，所以这个 bug 很难发现", "same_numbers": "只是换了位置，数还是那些数",
+             "right_if_one_head": "只有一个头时，(B, 1, L, d_k) 和 (B, L, 1, d_k) 在内存里是同一串数，不 transpose 也一样",
+             "right_if_one_token": "只有一个 token 时，(B, h, 1, d_k) 和 (B, 1, h, d_k) 在内存里是同一串数，不 transpose 也一样"}
 
 
 def _fails_answer(answer, second: str) -> None:
     """The answer is a dict with ``"fails"`` and ``second``; ``"fails"`` names exactly the properties of
     :data:`PROPERTIES` that :func:`merge_heads_buggy` breaks."""
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict) or not {"fails", second} <= set(answer):
-        raise Mistake(f'答案应该是字典 {{"fails": [...], "{second}": 函数}}' + ("，缺少键" if isinstance(answer, dict) else
-                                                                         f"，却收到了 {type(answer).__name__}"))
-    fails = answer["fails"]
-    if fails is Ellipsis:
-        raise NotDone()
-    if isinstance(fails, str):
-        fails = [fails]
-    if not isinstance(fails, (list, tuple, set, frozenset)) or not all(isinstance(f, str) for f in fails):
-        raise Mistake(f'answer["fails"] 应该是性质名字的列表，例如 ["shape"]，可选的有 {list(PROPERTIES)}')
-    unknown = [f for f in fails if f not in PROPERTIES]
-    if unknown:
-        raise Mistake(f'answer["fails"] 里有不认识的名字 {unknown}；可选的有 {list(PROPERTIES)}')
-    truth = _properties_that_fail(merge_heads_buggy)
-    said = set(fails)
+    dict_answer(answer, ("fails", second), f'{{"fails": [...], "{second}": 函数}}')
+    said, truth = as_names(answer["fails"], PROPERTIES, 'answer["fails"]'), _properties_that_fail(merge_heads_buggy)
     for key in sorted(said - truth):
-        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{'形状总是对的，所以这个 bug 很难发现' if key == 'shape' else '只是换了位置，数还是那些数' if key == 'same_numbers' else '再试一试'}")
+        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{FAILS_WHY.get(key, '再试一试')}")
     for key in sorted(truth - said):
         raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
 
@@ -143,37 +148,38 @@ def _fails_answer(answer, second: str) -> None:
 SWAP_CASES = [(2, 3, 4, 5, 0, 2), (1, 4, 3, 2, 2, 0), (2, 2, 6, 3, 1, 1)]  # (B, L, h, d_k, i, j)
 
 
+def _swap_wrongs(concat, i, j, h):
+    """Typical wrong swaps: tokens swapped instead of heads, or one head copied over the other."""
+    B, L, d = concat.shape
+    if max(i, j) < L:
+        tokens = concat.clone()
+        tokens[:, [i, j]] = tokens[:, [j, i]]
+        yield tokens, (f"你交换的是第 {i}、{j} 个 token（第 1 个轴），不是头：头在最后一个轴上，"
+                       "第 i 个头是 [i*d_k, (i+1)*d_k) 这几列")
+    for dst, src in ((i, j), (j, i)):
+        both = concat.view(B, L, h, d // h).clone()
+        both[:, :, dst] = both[:, :, src]  # the second copy reads the already overwritten head
+        if i != j:
+            yield both.reshape(B, L, d), ("两个头变成了同一个：先把一段复制过去，再复制回来时读到的已经是被覆盖的值；"
+                                          "先 clone 一份原来的头 i（或一次性用索引 [j, i] 取出）再交换")
+
+
 @checker("ch06", "6.3", "在 Concat 的结果里交换两个头")
 def check_swap_heads(fn):
     """``fn(concat (B, L, h·d_k), i, j, n_heads)``: a new tensor with the d_k columns of heads i and j exchanged;
     ``concat`` itself must not change; gradients reach it."""
     for B, L, h, d_k, i, j in SWAP_CASES:
         concat = torch.randn(B, L, h * d_k, requires_grad=True)
-        where = f"concat {(B, L, h * d_k)}、i={i}、j={j}、n_heads={h}"
+        where = f"concat {(B, L, h * d_k)}、i={i}、j={j}、n_heads={h} 时"
         out = expect_tensor(call(fn, concat, i, j, h, what="swap_heads"), "返回值")  # the prompt forbids nothing
         heads = concat.detach().view(B, L, h, d_k).clone()
         heads[:, :, [i, j]] = heads[:, :, [j, i]]
         want = heads.reshape(B, L, h * d_k)
-        expect_shape(out, want.shape, f"{where} 时的返回值", hint="交换头不改变形状")
-        if torch.allclose(out.detach(), want):
-            expect_gradients(out, {"concat": concat}, f"{where} 时的返回值")
-            continue
-        tokens = concat.detach().clone()
-        if max(i, j) < L:
-            tokens[:, [i, j]] = tokens[:, [j, i]]
-            if torch.allclose(out.detach(), tokens):
-                raise Mistake(f"{where} 时你交换的是第 {i}、{j} 个 token（第 1 个轴），不是头：头在最后一个轴上，"
-                              "第 i 个头是 [i*d_k, (i+1)*d_k) 这几列")
-        overwritten = concat.detach().view(B, L, h, d_k).clone()
-        overwritten[:, :, i] = overwritten[:, :, j]  # the second copy reads the already overwritten head
-        both_j = overwritten.reshape(B, L, h * d_k)
-        overwritten = concat.detach().view(B, L, h, d_k).clone()
-        overwritten[:, :, j] = overwritten[:, :, i]
-        both_i = overwritten.reshape(B, L, h * d_k)
-        if i != j and (torch.allclose(out.detach(), both_j) or torch.allclose(out.detach(), both_i)):
-            raise Mistake(f"{where} 时两个头变成了同一个：先把一段复制过去，再复制回来时读到的已经是被覆盖的值；"
-                          "先 clone 一份原来的头 i（或一次性用索引 [j, i] 取出）再交换")
-        raise Mistake(f"{where} 时结果不对：头 i 的 d_k 列和头 j 的 d_k 列要互换，别的列不动")
+        expect_shape(out, want.shape, f"{where}的返回值", hint="交换头不改变形状")
+        if not torch.allclose(out.detach(), want):
+            name_the_match(out.detach(), _swap_wrongs(concat.detach(), i, j, h), prefix=where, same=torch.allclose)
+            raise Mistake(f"{where}结果不对：头 i 的 d_k 列和头 j 的 d_k 列要互换，别的列不动")
+        expect_gradients(out, {"concat": concat}, f"{where}的返回值")
 
 
 # ---------------------------------------------------------------- 6.2 (reworked): which properties fail, and the rescue
@@ -187,8 +193,6 @@ def check_merge_bug_repair(answer):
     Concat ``merge_heads(heads)`` without the heads."""
     _fails_answer(answer, "repair")
     repair = answer["repair"]
-    if repair is Ellipsis:
-        raise NotDone()
     check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), map(_merge_bug, REPAIR_CASES))
 
 

@@ -1,7 +1,7 @@
 """Checkers for chapter 07, 步骤 6：最终 Linear W^O.
 
-* 7.1 count the parameters of W^O when the heads are d_v wide (d_v != d_model / h);
-* 7.2 go back: recover the concatenated heads from the output and W^O (a linear system);
+* 7.1 one head's path from input to output, W^V_i W^O_i, as one d_model x d_model matrix, and its largest rank;
+* 7.2 predict which entries of the output change when one head's result at one token changes, with and without W^O;
 * 7.3 only the output and ONE head's result are known (heads d_v wide, h·d_v != d_model): switch that head
   off by subtracting its contribution head_i W^O_i, keeping the bias.
 """
@@ -13,31 +13,13 @@ import torch
 from torch import nn
 
 from mha.layer import MultiHeadAttention
-from mha.steps import merge_heads, project
-from .answers import as_int, expect_close, expect_shape, expect_tensor, same
-from .gradients import expect_gradients
+from mha.steps import merge_heads, split_heads
+from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, part, same
+from .records import dict_answer, expect_same_gradients
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
-__all__ = ["check_w_o_params_dv", "check_concat_from_output", "check_remove_head"]
-
-# ---------------------------------------------------------------- 7.1
-W_O_D_MODEL, W_O_HEADS = 512, 8  # the lecture's layer
-
-
-def _count(modules) -> int:
-    return sum(p.numel() for m in modules for p in m.parameters())
-
-
-# ---------------------------------------------------------------- 7.2 and 7.3
-OUTPUT_CASES = [(2, 4, 3, 5), (1, 2, 6, 3)]  # (B, h, L, d_k), h != d_k
-
-
-def _layer(d_model: int) -> nn.Linear:
-    W_o = nn.Linear(d_model, d_model)
-    with torch.no_grad():
-        W_o.bias.normal_()  # a bias large enough that forgetting it shows
-    return W_o
+__all__ = ["check_head_matrix", "check_changed_outputs", "check_remove_head"]
 
 
 def _float_tensor(out, what: str) -> torch.Tensor:
@@ -50,64 +32,102 @@ def _float_tensor(out, what: str) -> torch.Tensor:
 _matches = functools.partial(same, atol=1e-4)
 
 
-def _answers(fn, what: str):
-    """Run ``fn(heads, W_o)`` on each case of OUTPUT_CASES: yields (case, heads, W_o, the answer)."""
-    for B, h, L, d_k in OUTPUT_CASES:
-        heads, W_o = torch.randn(B, h, L, d_k), _layer(h * d_k)
-        yield (B, h, L, d_k), heads, W_o, _float_tensor(call(fn, heads, W_o, what="你的函数", forbid=(merge_heads, project, MultiHeadAttention)), what)
+# ---------------------------------------------------------------- 7.1 (one head's path as one matrix)
+RANK_QUESTION = {"d_model": 512, "n_heads": 8}
+MATRIX_CASES = [(8, 2), (12, 3), (6, 6)]  # (d_model, n_heads); d_k = 1 in the last
 
 
-# ---------------------------------------------------------------- 7.1 (heads d_v wide)
-W_O_DV_QUESTION = {"d_model": 512, "n_heads": 8, "d_v": 32}
+@torch.no_grad()
+def head_matrix(layer, i: int) -> torch.Tensor:
+    """(d_model, d_model): x -> head i's values -> its share of the output, read off by running the steps on the
+    identity (biases left out): the rows of the identity go through W_v, only head i survives, then W_o."""
+    d, h = layer.d_model, layer.n_heads
+    values = split_heads(layer.W_v(torch.eye(d, dtype=layer.W_v.weight.dtype))[None] - layer.W_v.bias, h)  # (1, h, d, d_k): x W^V, split
+    keep = torch.zeros(h, 1, 1, dtype=values.dtype)
+    keep[i] = 1
+    return merge_heads(values * keep)[0] @ layer.W_o.weight.T  # (d, d)
 
 
-@checker("ch07", "7.1", "W^O 的参数：每个头只有 d_v 维时")
-def check_w_o_params_dv(answer):
-    """``answer``: parameters of W^O = nn.Linear(h·d_v, d_model) (with bias) for d_model 512, 8 heads of d_v = 32."""
-    if is_stub(answer):
-        raise NotDone()
-    n = as_int(answer, "W^O 的参数个数")
-    q = W_O_DV_QUESTION
-    d, h, d_v = q["d_model"], q["n_heads"], q["d_v"]
-    right = _count([nn.Linear(h * d_v, d)])
-    if n == right:
-        return
-    if n == d * d + d:
-        raise Mistake(f"{n} 是 nn.Linear({d}, {d}) 的参数：这里 Concat 之后只有 h·d_v = {h * d_v} 维，W^O 是 nn.Linear({h * d_v}, {d})")
-    if n == h * d_v * d:
-        raise Mistake(f"{n} 只数了权重 ({d}, {h * d_v})，忘了 bias：W^O 的输出有 {d} 维，就有 {d} 个偏置")
-    if n == h * d_v * d + h * d_v:
-        raise Mistake(f"{n} 的偏置数错了：偏置的个数等于输出维数 d_model = {d}，不是输入的 h·d_v = {h * d_v}")
-    if n == d_v * d + d:
-        raise Mistake(f"{n} 只算了一个头的 d_v = {d_v} 维输入；W^O 读的是 h 个头拼起来的 h·d_v = {h * d_v} 维")
-    raise Mistake(f"{n} 不对。提示：W^O 把 Concat 后的 h·d_v 维映射回 d_model 维")
+def _matrix_wrongs(layer, i: int):
+    Wv, Wo, d_k = layer.W_v.weight.detach(), layer.W_o.weight.detach(), layer.d_k
+    block = slice(i * d_k, (i + 1) * d_k)
+    yield head_matrix(layer, i).T, "转置了：本课用行向量，x 乘在左边：x W^V_i W^O_i，矩阵是 W^V_i W^O_i"
+    yield Wv[:, block] @ Wo[block, :], ("把 nn.Linear 的 weight 当成了 W：公式里的 W^V 是 W_v.weight.T，W^V_i 是它的第 "
+                                        "[i·d_k, (i+1)·d_k) 列；W^O = W_o.weight.T，W^O_i 是它的同样几行")
+    yield Wv.T @ Wo.T, "把所有头都乘进去了：W^V W^O 是 h 个头的矩阵之和，题目只要头 i 的那一个"
 
 
-# ---------------------------------------------------------------- 7.2 (back from the output to the concat)
-@checker("ch07", "7.2", "反推：从输出和 W^O 求出 Concat")
-def check_concat_from_output(fn):
-    """``fn(out (B, L, d_model), W_o nn.Linear(d_model, d_model)) -> concat (B, L, d_model)`` with
-    ``W_o(concat) == out`` (W_o is invertible here)."""
-    for B, L, d in [(2, 3, 4), (1, 5, 6)]:
-        W_o = _layer(d).double()
-        with torch.no_grad():
-            W_o.weight.add_(3 * torch.eye(d, dtype=torch.float64))  # well conditioned
-            concat = torch.randn(B, L, d, dtype=torch.float64)
-            out = W_o(concat).clone()  # a tensor of its own: an in-place edit is reported, not a torch error
-        where = f"out {(B, L, d)}、W_o = nn.Linear({d}, {d})"
-        got = _float_tensor(call(fn, out, W_o, what="你的函数"), f"{where} 时的返回值")
-        expect_shape(got, concat.shape, f"{where} 时的返回值")
-        if _matches(got, concat, atol=1e-6):
-            continue
-        W, b = W_o.weight.detach(), W_o.bias.detach()
-        if _matches(got, out @ torch.linalg.inv(W).T, atol=1e-6):
-            raise Mistake(f"{where} 时忘了先减去偏置：out = concat @ W.T + b，所以 concat = (out − b) @ (W.T)⁻¹")
-        if _matches(got, (out - b) @ torch.linalg.inv(W), atol=1e-6):
-            raise Mistake(f"{where} 时转置错了：out − b = concat @ W.T，两边右乘 (W.T)⁻¹，即 torch.linalg.inv(W).T"
-                          "（或用 torch.linalg.solve）")
-        if _matches(got, (out - b) @ W, atol=1e-6):
-            raise Mistake(f"{where} 时你乘的是 W 而不是它的逆：要“撤销”一次矩阵乘法，需要逆矩阵（torch.linalg.inv 或 torch.linalg.solve）")
-        expect_close(got, concat, f"{where} 时反推出的 concat", hint="检查：W_o(你的结果) 应该等于 out")
+@checker("ch07", "7.1", "一个头从输入到输出：W^V_i W^O_i 和它的秩")
+def check_head_matrix(answer):
+    """``answer = {"matrix": fn(layer, i) -> (d_model, d_model), "max_rank": int}``: ``fn`` returns W^V_i W^O_i of an
+    ``mha.MultiHeadAttention`` (head i's values, then its block of W^O; biases left out); ``max_rank`` is the
+    largest rank this matrix can have in the lecture's layer (d_model 512, 8 heads)."""
+    dict_answer(answer, ("matrix", "max_rank"), '{"matrix": 函数, "max_rank": 整数}')
+    for d, h in MATRIX_CASES:
+        layer = MultiHeadAttention(d, h, dropout=0.0).eval()
+        for i in sorted({0, h - 1}):
+            where = f"d_model={d}、n_heads={h}、i={i} 时"
+            got = _float_tensor(call(answer["matrix"], layer, i, what='answer["matrix"]'), f"{where}的返回值")
+            expect_shape(got, (d, d), f"{where}的返回值", hint="(d_model, d_k) 乘 (d_k, d_model)")
+            want = head_matrix(layer, i)
+            if not _matches(got, want):
+                name_the_match(got, _matrix_wrongs(layer, i), prefix=where, same=_matches)
+                expect_close(got, want, f"{where}的矩阵", hint="W^V_i = W_v.weight.T 的第 i 块列，W^O_i = W_o.weight.T 的第 i 块行")
+    d, h = RANK_QUESTION["d_model"], RANK_QUESTION["n_heads"]
+    rank = as_int(part(answer["max_rank"], 'answer["max_rank"]'), 'answer["max_rank"]')
+    truth = int(torch.linalg.matrix_rank(head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
+    why = {d: f"{d} 是满秩：可 M = W^V_i W^O_i 中间只经过 d_k = {d // h} 维，乘积的秩不会超过这个宽度",
+           h: f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制", (d // h) ** 2: "秩是线性无关的行（列）数，不超过 d_k，不是 d_k²"}
+    if rank != truth:
+        raise Mistake(f'answer["max_rank"] = {rank}：' + why.get(rank, "不对。提示：(d_model × d_k) 乘 (d_k × d_model)，"
+                                                                       "中间最窄的地方有多宽？"))
+
+
+# ---------------------------------------------------------------- 7.2 (predict: which entries of the output change)
+CHANGE_CASES = [(3, 8, 2, 1, 0), (4, 6, 3, 2, 1), (2, 12, 4, 0, 3)]  # (L, d_model, n_heads, t, i)
+
+
+@torch.no_grad()
+def changed_outputs(t: int, i: int, L: int, d_model: int, n_heads: int, with_w_o: bool) -> torch.Tensor:
+    """(L, d_model) bool: the output entries that move when ``heads[0, i, t]`` alone changes, measured."""
+    heads = torch.randn(1, n_heads, L, d_model // n_heads)
+    moved = heads.clone()
+    moved[0, i, t] += 1 + torch.rand(d_model // n_heads)
+    W_o = nn.Linear(d_model, d_model)
+    run = (lambda hd: W_o(merge_heads(hd))) if with_w_o else merge_heads
+    return ((run(moved) - run(heads)).abs() > 1e-6)[0]
+
+
+def _changed_wrongs(t, i, L, d, h, with_w_o):
+    d_k, rows, cols = d // h, torch.arange(L)[:, None], torch.arange(d)[None, :]
+    row_t, block = rows == t, (cols >= i * d_k) & (cols < (i + 1) * d_k)
+    if with_w_o:
+        yield row_t & block, "有了 W^O，输出的每一维都读了 Concat 的全部 d_model 维（每一维都混着所有头）：这一行的全部列都变"
+        yield torch.ones(L, d, dtype=torch.bool), ("W^O 对每个 token 单独作用（同一个矩阵乘每一行），注意力已经算完，"
+                                                    "一个 token 的改动不会带到别的行")
+    else:
+        yield row_t.expand(L, d), "没有 W^O 时只有 Concat：头 i 只占 [i·d_k, (i+1)·d_k) 这几列，别的列不动"
+        yield block.expand(L, d), "Concat 不搬 token：只有第 t 行变"
+        yield row_t & (cols >= (i + 1) * d_k) & (cols < (i + 2) * d_k), "头的列从 1 数了：代码下标 i 的头占 [i·d_k, (i+1)·d_k) 列"
+
+
+@checker("ch07", "7.2", "预测：改动一个头在一个 token 上的结果，输出哪些数会变")
+def check_changed_outputs(fn):
+    """``fn(t, i, L, d_model, n_heads, with_w_o) -> (L, d_model) bool``: which entries of one sentence's output
+    change when ``heads[:, i, t]`` (head i's result at token t, after attention) changes; the output is
+    ``W_o(merge_heads(heads))`` when ``with_w_o`` else ``merge_heads(heads)``. Nothing is forbidden."""
+    for L, d, h, t, i in CHANGE_CASES:
+        for with_w_o in (False, True):
+            where = f"changed({t}, {i}, L={L}, d_model={d}, n_heads={h}, with_w_o={with_w_o})"
+            out = expect_tensor(call(fn, t, i, L, d, h, with_w_o, what="你的函数"), where)
+            expect_shape(out, (L, d), where, hint="输出的一句话：(L, d_model)，每个数一个 True/False")
+            got, want = out.ne(0), changed_outputs(t, i, L, d, h, with_w_o)
+            if torch.equal(got, want):
+                continue
+            name_the_match(got, _changed_wrongs(t, i, L, d, h, with_w_o), prefix=f"{where}：")
+            if torch.equal(got, ~want):
+                raise Mistake(f"{where}：极性反了：True 表示这个数会变")
+            raise Mistake(f"{where} 不对：先想注意力算完之后还有哪一步会把不同的 token 或不同的头混在一起")
 
 
 # ---------------------------------------------------------------- 7.3 (only one head is known: take it out of the output)
@@ -143,25 +163,24 @@ def check_remove_head(fn):
             expect_shape(got, (B, L, d_model), f"{where} 时的返回值", hint="去掉一个头，输出的形状不变：(B, L, d_model)")
             with torch.no_grad():
                 want = _remove_reference(heads, W_o, i)
-                W_O = W_o.weight.T  # (h·d_v, d_model): the W^O of the formula
-                contribution = head_i @ W_O[i * d_v:(i + 1) * d_v]  # head_i W^O_i   (B, L, d_model)
-            if _matches(got, want):
-                _remove_gradients(got, head_i, W_o, i, where)
-                continue
-            if _matches(got, want - W_o.bias.detach()):
-                raise Mistake(f"{where} 时偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下")
-            if _matches(got, out + contribution):
-                raise Mistake(f"{where} 时符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它")
-            if _matches(got, contribution) or _matches(got, contribution + W_o.bias.detach()):
-                raise Mistake(f"{where} 时返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i")
-            if _matches(got, out):
-                raise Mistake(f"{where} 时输出没有变：要减去头 {i} 的贡献 head_i W^O_i")
-            for j in range(h):
-                if j != i and _matches(got, out - head_i @ W_O[j * d_v:(j + 1) * d_v]):
-                    raise Mistake(f"{where} 时减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
-                                  "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行")
-            raise Mistake(f"{where} 时结果不对：输出 = Σ_j head_j W^O_j + b^O，去掉头 i 就是减去 head_i W^O_i，"
-                          "其中 W^O = W_o.weight.T，W^O_i 是它的第 [i·d_v, (i+1)·d_v) 行")
+                W_O, bias = W_o.weight.T, W_o.bias.detach()  # W^O of the formula   (h·d_v, d_model)
+                block = lambda j: head_i @ W_O[j * d_v:(j + 1) * d_v]  # noqa: E731   head_i W^O_j   (B, L, d_model)
+            if not _matches(got, want):
+                name_the_match(got, [
+                    (want - bias, "偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下"),
+                    (out + block(i), "符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它"),
+                    (block(i), f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
+                    (block(i) + bias, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
+                    (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
+                    *((out - block(j), f"减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
+                                       "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行") for j in range(h) if j != i)],
+                    prefix=f"{where} 时", same=_matches)
+                raise Mistake(f"{where} 时结果不对：输出 = Σ_j head_j W^O_j + b^O，去掉头 i 就是减去 head_i W^O_i，"
+                              "其中 W^O = W_o.weight.T，W^O_i 是它的第 [i·d_v, (i+1)·d_v) 行")
+            head_ref, W_ref = (t.detach().clone().requires_grad_() for t in (head_i, W_o.weight))
+            expect_same_gradients(got, -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v]), {"head_i": head_i, "W_o.weight": W_o.weight},
+                                  [head_ref, W_ref], f"{where} 时的返回值",
+                                  hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")
 
 
 def _layer_rect(d_in: int, d_out: int) -> nn.Linear:
@@ -169,17 +188,3 @@ def _layer_rect(d_in: int, d_out: int) -> nn.Linear:
     with torch.no_grad():
         W_o.bias.normal_()  # a bias large enough that removing it shows
     return W_o
-
-
-def _remove_gradients(got, head_i, W_o, i, where) -> None:
-    """Gradients reach head_i and W_o.weight, with the reference's values."""
-    expect_gradients(got, {"head_i": head_i, "W_o.weight": W_o.weight}, f"{where} 时的返回值")
-    d_v = head_i.shape[-1]
-    g = torch.randn_like(got)
-    got_grads = torch.autograd.grad((got * g).sum(), [head_i, W_o.weight], allow_unused=True)
-    head_ref = head_i.detach().clone().requires_grad_()
-    W_ref = W_o.weight.detach().clone().requires_grad_()
-    ref = -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v])  # out is a constant here
-    want_grads = torch.autograd.grad((ref * g).sum(), [head_ref, W_ref])
-    for name, a, b in zip(("head_i", "W_o.weight"), got_grads, want_grads):
-        expect_close(a, b, f"{where} 时 {name} 的梯度", hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")

@@ -1,6 +1,6 @@
 """Checkers for chapter 8, the full layer.
 
-* 8.1 the shape of every intermediate tensor of one forward pass;
+* 8.1 predict what holds after one Linear's weight is set to 0 (uniform weights, equal rows, bias only);
 * 8.2 copy the weights of an ``nn.MultiheadAttention`` into ``mha.MultiHeadAttention``;
 * 8.3 assemble a whole ``MultiHeadAttention`` from torch basics.
 """
@@ -17,14 +17,13 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from .answers import expect_close, expect_tensor, name_the_match, same
-from .gradients import expect_gradients
+from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, part, same
 from .guard import SDPA, torch_mha
-from .records import Exercise, predict_shapes
+from .records import as_names, dict_answer, expect_same_gradients
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
-__all__ = ["check_layer_shapes", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
+__all__ = ["check_zeroed_weight", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -34,44 +33,57 @@ def _LAYER_SHORTCUTS() -> tuple:
             attention_scores, project)
 
 
-# ---------------------------------------------------------------- 8.1
-SHAPE_KEYS = ("projected_q", "split_q", "scores", "heads", "concat", "output")
+# ---------------------------------------------------------------- 8.1 (predict an ablation: one Linear's weight set to 0)
+PROPERTIES = {
+    "rows_equal": "一句话的 L 个输出行全都相同",
+    "uniform": "每个注意力权重都等于 1/S",
+    "bias_only": "输出的每一行都等于 W_o.bias",
+}
+ABLATION_WHY = {  # (Linear, property, said it holds) -> why that is wrong
+    ("W_q", "uniform", True): "Q′ 不是 0：偏置还在，每个 token 的 query 都是同一个 b^Q。分数 b^Q·k_s 随 key 变，权重不均匀；"
+                              "但每一行都一样",
+    ("W_q", "rows_equal", False): "每个 token 的 query 都变成了同一个 b^Q：每一行的权重一样，输出行也就全一样",
+    ("W_k", "uniform", False): "每个 key 都变成了同一个 b^K：同一行的分数全相等，softmax 之后是均匀的 1/S",
+    ("W_k", "rows_equal", False): "权重是均匀的，每个 query 都得到 V′ 的同一个平均，输出行全一样",
+    ("W_v", "bias_only", True): "V′ = b^V 不是 0：每个头的输出是 b^V_i（权重加起来是 1），再乘 W^O，输出是 b^V W^O + b^O",
+    ("W_v", "rows_equal", False): "每个 value 都是 b^V，无论权重怎么分，加权平均都是 b^V：输出行全一样",
+    ("W_o", "bias_only", False): "W_o 的 weight 为 0：Concat 乘上 0，输出只剩 b^O",
+    ("W_o", "uniform", True): "W_o 在注意力之后：注意力权重完全不受影响",
+}
+ABLATION = {"d_model": 8, "n_heads": 2, "B": 2, "L": 5}
 
 
 @functools.lru_cache(maxsize=None)
-def reference_shapes(B, L, S, d_model, n_heads) -> dict:
-    """The shapes of one (cross-)attention forward pass, read off by running ``mha``'s steps and layer."""
+def ablation_truth(name: str) -> frozenset:
+    """Which :data:`PROPERTIES` hold for self-attention after ``layer.<name>.weight`` is set to 0 (biases kept), measured."""
+    q = ABLATION
     with torch.random.fork_rng():
-        torch.manual_seed(0)
-        layer = MultiHeadAttention(d_model, n_heads, dropout=0.0).eval()
-    query, source = torch.zeros(B, L, d_model), torch.zeros(B, S, d_model)
-    with torch.no_grad():
-        projected_q = project(query, layer.W_q)  # (B, L, d_model)
-        split_q = split_heads(projected_q, n_heads)  # (B, h, L, d_k)
-        split_k = split_heads(project(source, layer.W_k), n_heads)  # (B, h, S, d_k)
-        split_v = split_heads(project(source, layer.W_v), n_heads)  # (B, h, S, d_k)
-        scores = attention_scores(split_q, split_k)  # (B, h, L, S)
-        heads, _ = attention(split_q, split_k, split_v)  # (B, h, L, d_k)
-        concat = merge_heads(heads)  # (B, L, d_model)
-        output = layer(query, source, source)  # (B, L, d_model)
-    tensors = dict(projected_q=projected_q, split_q=split_q, scores=scores, heads=heads, concat=concat, output=output)
-    return {key: tuple(tensors[key].shape) for key in SHAPE_KEYS}
+        torch.manual_seed(8)
+        layer = MultiHeadAttention(q["d_model"], q["n_heads"], dropout=0.0).eval()
+        with torch.no_grad():
+            for linear in LINEARS:
+                getattr(layer, linear).bias.normal_()
+            getattr(layer, name).weight.zero_()
+            x = torch.randn(q["B"], q["L"], q["d_model"])
+            out, weights = layer(x, x, x, need_weights=True)
+    close = functools.partial(torch.allclose, atol=1e-5)
+    holds = {"rows_equal": close(out, out[:, :1].expand_as(out)),
+             "uniform": close(weights, torch.full_like(weights, 1 / q["L"])),
+             "bias_only": close(out, layer.W_o.bias.expand_as(out))}
+    return frozenset(k for k, v in holds.items() if v)
 
 
-def _layer_shape_hint(key, value, want, B, L, S, d_model, h):
-    hint = ""
-    if key == "scores" and value == (B, h, L, L) and L != S:
-        hint = "。提示：scores 的最后一维是 Key 的长度 S，不是 Query 的长度 L（交叉注意力里两者不同）"
-    elif key == "split_q" and value == (B, L, h, d_model // h):
-        hint = "。提示：view 之后还要 transpose(1, 2)，把头的轴放到 token 轴前面"
-    elif key in ("heads", "split_q") and value and value[-1] == d_model:
-        hint = "。提示：每个头只有 d_k = d_model / h 维"
-    return f"(B, L, S, d_model, h) = {(B, L, S, d_model, h)} 时，{key} 应该是 {want}，你写的是 {value}{hint}"
-
-
-check_layer_shapes = predict_shapes(Exercise(  # fn(B, L, S, d_model, n_heads) -> {key: shape} for SHAPE_KEYS
-    "8.1", "ch08", "写出每一步的形状", "shape dict", right=reference_shapes, wrongs=None, hint=_layer_shape_hint,
-    cases=((2, 4, 4, 512, 8), (3, 5, 7, 12, 3), (1, 1, 6, 8, 2)), keys=SHAPE_KEYS, label="layer_shapes 的返回值"))
+@checker("ch08", "8.1", "预测：把一个 Linear 的 weight 置 0 之后")
+def check_zeroed_weight(answer):
+    """``answer = {"W_q": [...], "W_k": [...], "W_v": [...], "W_o": [...]}``: for each Linear, the names of the
+    :data:`PROPERTIES` that hold in self-attention when that Linear's weight alone is 0 (its bias kept)."""
+    dict_answer(answer, LINEARS, '{"W_q": [...], "W_k": [...], "W_v": [...], "W_o": [...]}')
+    for name in LINEARS:
+        said, truth = as_names(answer[name], PROPERTIES, f'answer["{name}"]'), ablation_truth(name)
+        for prop in sorted(said ^ truth):
+            held = prop in said
+            why = ABLATION_WHY.get((name, prop, held), "想一想这个 Linear 的输出变成了什么：weight 为 0，只剩偏置")
+            raise Mistake(f'answer["{name}"]：“{PROPERTIES[prop]}”{"其实不成立" if held else "其实成立"}。{why}')
 
 
 # ---------------------------------------------------------------- 8.2
@@ -381,16 +393,11 @@ def check_my_multihead_attention(cls):
     mask = padding_mask_from_lengths([S, 2], S)
     ins = [t.to(dtype).requires_grad_() for t in (Q, K, V)]
     out = _forward(student, cls, (*ins, mask), (B, h, L, S, d_model))
-    weights = {f"{n}.weight": getattr(student, n).weight for n in LINEARS}
-    expect_gradients(out, {"Q": ins[0], "K": ins[1], "V": ins[2], **weights}, "forward 的输出")
-    g = torch.randn(B, L, d_model, dtype=torch.float64)
     ref_ins = [t.clone().requires_grad_() for t in (Q, K, V)]
-    ref_weights = [getattr(reference, n).weight for n in LINEARS]
-    want = torch.autograd.grad((reference(*ref_ins, mask=mask) * g).sum(), ref_ins + ref_weights)
-    got = torch.autograd.grad((out * g.to(out.dtype)).sum(), ins + list(weights.values()), allow_unused=True)
-    for name, a, b in zip(["Q", "K", "V", *weights], got, want):
-        expect_close(a, b, f"{name} 的梯度", hint="梯度的数值要和参考实现一样：前向里有没有 .detach()、原地修改或少算的一步？",
-                     atol=1e-4, rtol=1e-3)
+    expect_same_gradients(out, reference(*ref_ins, mask=mask),
+                          {"Q": ins[0], "K": ins[1], "V": ins[2], **{f"{n}.weight": getattr(student, n).weight for n in LINEARS}},
+                          ref_ins + [getattr(reference, n).weight for n in LINEARS], "forward 的输出",
+                          hint="梯度的数值要和参考实现一样：前向里有没有 .detach()、原地修改或少算的一步？", atol=1e-4, rtol=1e-3)
 
     # The same weights in nn.MultiheadAttention (the notebook's final comparison).
     torch_ref = _torch_reference(8, 2)
@@ -420,12 +427,7 @@ def check_scale_bug(answer):
     """``answer = {"right_anyway_heads": int, "factor": float}``: for d_model = 512, the n_heads with which a layer
     dividing by sqrt(d_model) (instead of sqrt(d_k)) is right anyway, and by what factor its scaled scores
     differ from the right ones when n_heads = 8."""
-    from .answers import as_int, as_number, part
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway_heads", "factor"} <= set(answer):
-        raise Mistake('答案应该是字典 {"right_anyway_heads": 整数, "factor": 数}' + ("，缺少键" if isinstance(answer, dict)
-                                                                                  else f"，却收到了 {type(answer).__name__}"))
+    dict_answer(answer, ("right_anyway_heads", "factor"), '{"right_anyway_heads": 整数, "factor": 数}')
     d, h = SCALE_QUESTION["d_model"], SCALE_QUESTION["n_heads"]
     heads = as_int(part(answer["right_anyway_heads"], 'answer["right_anyway_heads"]'), 'answer["right_anyway_heads"]')
     if heads < 1 or d % heads:

@@ -112,3 +112,72 @@ def check_repair(run, bugs, atol: float = 1e-6) -> None:
         expect_shape(out, bug.want.shape, what, hint=bug.shape_hint)
         expect_close(out, bug.want, what, hint=bug.hint)
         expect_gradients(out, {"wrong": bug.wrong}, 'answer["repair"] 的返回值')
+
+
+def dict_answer(answer, keys, example: str) -> dict:
+    """The answer must be a dict with ``keys`` (``...`` in any of them: not done yet)."""
+    if is_stub(answer):
+        raise NotDone()
+    if not isinstance(answer, dict) or not set(keys) <= set(answer):
+        got = "，缺少键 " + str([k for k in keys if k not in answer]) if isinstance(answer, dict) else \
+            f"，却收到了 {type(answer).__name__}"
+        raise Mistake(f"答案应该是字典 {example}{got}")
+    if any(answer[k] is Ellipsis for k in keys):
+        raise NotDone()
+    return answer
+
+
+def name_choice(got, truth, wrongs, what: str, hint: str) -> None:
+    """A predicted value (a tuple, a list, a set of names): right, one of the typical ``wrongs`` ``[(value, why)]``
+    (named with its reason), or wrong with ``hint``."""
+    if got == truth:
+        return
+    for value, why in wrongs:
+        if got == value:
+            raise Mistake(f"{what} = {got}：{why}")
+    raise Mistake(f"{what} = {got} 不对。{hint}")
+
+
+def as_names(value, allowed, what: str) -> frozenset:
+    """A list/tuple/set of names, each one of ``allowed`` (a single name counts as a list of one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
+        raise Mistake(f"{what} 应该是名字的列表，例如 [{', '.join(repr(a) for a in list(allowed)[:2])}]，"
+                      f"可选的有 {list(allowed)}")
+    unknown = [v for v in value if v not in allowed]
+    if unknown:
+        raise Mistake(f"{what} 里有不认识的名字 {unknown}；可选的有 {list(allowed)}")
+    return frozenset(value)
+
+
+def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = "") -> None:
+    """The family of mask-building exercises: ``out`` (what the student's function returned) must have ``want``'s
+    shape, positions and dtype bool. A wrong mask equal to one of ``named`` ``[(mask, why)]`` is named; an inverted
+    one is called inverted; otherwise the first wrong position is shown."""
+    import torch
+    out = expect_tensor(out, where)
+    expect_shape(out, want.shape, where, hint=hint)
+    got = out if out.dtype == torch.bool else out.ne(0)
+    if torch.equal(got, want):
+        if out.dtype != torch.bool:
+            raise Mistake(f"{where} 的位置都对了，但 dtype 是 {out.dtype}，要求 torch.bool：`masked_fill(~mask, ...)` 需要 bool，"
+                          "对整数张量 `~` 是按位取反（~1 == -2），对浮点张量 `~` 直接报错；比较运算 `!=`、`<=` 和 `&` 本来就给出 bool")
+        return
+    name_the_match(got, named, prefix=f"{where}：")
+    if want.any() and not want.all() and torch.equal(got, ~want):
+        raise Mistake(f"{where} 的极性反了：True 应该表示“可以看”，你标出的是被挡住的位置")
+    bad = tuple((got != want).nonzero()[0].tolist())
+    raise Mistake(f"{where} 在下标 {bad} 处不对，应该是 {bool(want[bad])}" + (f"；{bad_hint}" if bad_hint else ""))
+
+
+def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, hint: str, **tol) -> None:
+    """``got`` is differentiable and, for one random upstream gradient, its gradients w.r.t. ``got_wrt`` (name ->
+    tensor) equal those of the reference ``want`` w.r.t. ``want_wrt`` (the same tensors' copies, in that order)."""
+    import torch
+    expect_gradients(got, got_wrt, what)
+    g = torch.randn(want.shape, dtype=want.dtype)
+    got_grads = torch.autograd.grad((got * g.to(got.dtype)).sum(), list(got_wrt.values()), allow_unused=True)
+    want_grads = torch.autograd.grad((want * g).sum(), want_wrt)
+    for name, a, b in zip(got_wrt, got_grads, want_grads):
+        expect_close(a, b, f"{what}对 {name} 的梯度", hint=hint, **tol)
