@@ -1,6 +1,6 @@
 """Checkers for chapter 03, step 2: the three Linear projections.
 
-* 3.1 ``check_cross_projection_shapes``: predict Q', K', V' in cross-attention (L != S).
+* 3.1 ``check_gradient_reach``: which rows and columns of W_q.weight and which tokens of x one number of Q' uses.
 * 3.2 ``check_count_parameters_general``: parameters of a layer whose heads are d_k (queries, keys) and d_v
   (values) wide, d_k, d_v free.
 * 3.3 ``check_packed_head_k``: one head's K' straight from the packed (3·d_model, d_model) weight that
@@ -15,44 +15,58 @@ from mha.steps import project
 
 from .answers import as_int, expect_close, expect_tensor, name_the_match
 from .gradients import expect_gradients
-from .guard import LINEAR, PREDICT_SHAPES
-from .records import Exercise, predict_shapes
+from .guard import LINEAR
+from .records import Which, Wrong, predict_which
 from .running import call
 from .verdicts import checker, Mistake
 
-__all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_packed_head_k"]
+__all__ = ["check_gradient_reach", "check_count_parameters_general", "check_packed_head_k"]
 
 
-# ---------------------------------------------------------------- 3.1 (cross-attention: L != S)
-PROJECTION_KEYS = ("q", "k", "v")
+# ---------------------------------------------------------------- 3.1 (what one number of Q' is made of)
+AT = (1, 2, 4)  # Q'[sentence 1, token 2, feature 4] of a d_model = 6 layer, x (2, 3, 6)
 
 
-@torch.no_grad()
-def _projected_shapes(B, L, S, d_model, h):
-    """The shapes of W_q(Q), W_k(K), W_v(V) for Q (B, L, d_model) and K = V (B, S, d_model), by running them."""
+def gradient_reach(d_model: int = 6, at=AT) -> dict:
+    """Which rows and columns of ``W_q.weight`` and which tokens of ``x[at[0]]`` get a non-zero gradient from
+    ``loss = W_q(x)[at]``, by running autograd on the course's layer."""
     from mha.layer import MultiHeadAttention
-    layer = MultiHeadAttention(d_model, h)
-    return {"q": tuple(layer.W_q(torch.zeros(B, L, d_model)).shape), "k": tuple(layer.W_k(torch.zeros(B, S, d_model)).shape),
-            "v": tuple(layer.W_v(torch.zeros(B, S, d_model)).shape)}
+    layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, 3, d_model, requires_grad=True)
+    with torch.enable_grad():
+        g_w, g_x = torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x))  # (out, in), (B, L, d_model)
+
+    def nz(t):
+        return (t != 0).nonzero().flatten().tolist()
+    return {"weight_rows": nz(g_w.abs().sum(1)), "weight_cols": nz(g_w.abs().sum(0)), "x_tokens": nz(g_x[at[0]].abs().sum(-1))}
 
 
-def _projection_hint(key, value, want, B, L, S, d_model, h):
-    args = f"(B, L, S, d_model, n_heads) = {(B, L, S, d_model, h)}"
-    if key == "q" and value == (B, S, d_model):
-        return f"{args} 时 q 答成了 {value}：Q′ 来自 Query，长度是 L = {L}；S 是 Key/Value 那句话的长度"
-    if key in ("k", "v") and value == (B, L, d_model):
-        return (f"{args} 时 {key} 答成了 {value}：{key.upper()}′ 来自 {key.upper()} 那句话，长度是 S = {S}，"
-                f"不是 Query 的 L = {L}；Linear 只改最后一维，长度保持不变")
-    if len(value) == 4:
-        return f"{args} 时 {key} 答成了 {value}：这是分头之后的形状；投影本身不分头，仍是三维"
-    return f"{args} 时 {key} 应为 {want}，你答的是 {value}：Linear 只改最后一维（d_model → d_model）"
-
-
-check_cross_projection_shapes = predict_shapes(Exercise(  # fn(B, L, S, d_model, n_heads) -> {"q", "k", "v": shape}
-    "3.1", "ch03", "交叉注意力里三个投影之后的形状（L ≠ S）", "shape dict", right=_projected_shapes, wrongs=None,
-    hint=_projection_hint, cases=((2, 4, 6, 512, 8), (3, 5, 2, 12, 3), (1, 1, 7, 8, 2)),
-    forbids=PREDICT_SHAPES() + (LINEAR,), keys=PROJECTION_KEYS, label="返回值",
-    shortcut_hint="请从参数推出形状，不要真的运行投影"))
+_b, _t, _j = AT
+check_gradient_reach = predict_which(Which(
+    "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", ("weight_rows", "weight_cols", "x_tokens"),
+    right=gradient_reach,
+    wrongs=lambda: {
+        "weight_rows": [Wrong("token as row", ([_t],), f"{_t} 是 token 的位置：weight 不分 token，每个 token 都乘同一个 weight；"
+                              f"weight 是 (out, in)，一行对应一个输出特征，Q′ 的第 {_j} 个数用的是第 {_j} 行"),
+                        Wrong("transposed", (list(range(6)),), f"把 weight 当成了论文的 W^Q：nn.Linear 的 weight 是 (out, in)，"
+                              f"W^Q = weight.T；输出特征 {_j} 只用 weight 的第 {_j} 行（W^Q 的第 {_j} 列）")],
+        "weight_cols": [Wrong("one input", ([_j],), f"以为 Q′ 的第 {_j} 个数只来自 x 的第 {_j} 维：它是这个 token 全部 d_model "
+                              f"个输入的加权和，weight 第 {_j} 行的每一列都用上了"),
+                        Wrong("token as column", ([_t],), f"{_t} 是 token 的位置：weight 的列对应输入特征，不对应 token")],
+        "x_tokens": [Wrong("every token", ([0, 1, 2],), "Linear 逐 token 计算，token 之间不交换信息：Q′ 的第 "
+                           f"{_t} 行只由 x 的第 {_t} 个 token 算出"),
+                     Wrong("none", ([],), f"Q′[{_b}, {_t}, {_j}] 正是 token {_t} 算出来的，它的梯度会传回 token {_t}")]},
+    hint={"weight_rows": "weight 的形状是 (out, in)：Q′ 的第 j 个数用到哪一行？",
+          "weight_cols": "Q′ 的一个数是这个 token 的哪些输入特征的加权和？",
+          "x_tokens": "投影会在 token 之间交换信息吗？"},
+    size={"weight_rows": 6, "weight_cols": 6, "x_tokens": 3},
+    ask={"weight_rows": "`W_q.weight.grad` 的哪些行不是 0？", "weight_cols": "`W_q.weight.grad` 的哪些列不是 0？",
+         "x_tokens": f"`x.grad[{_b}]` 里哪些 token（行）不是 0？"},
+    why_right={"weight_rows": f"weight 是 (out, in)，输出特征 {_j} 只用第 {_j} 行。",
+               "weight_cols": f"Q′ 的一个数是这个 token 全部 6 个输入的加权和，第 {_j} 行的每一列都用上了。",
+               "x_tokens": f"投影逐 token 计算：只有 token {_t} 影响 Q′ 的第 {_t} 行。"},
+    setting=(f"`layer = mha.MultiHeadAttention(6, 2)`，x 的形状是 (2, 3, 6)（requires_grad=True），`q = layer.W_q(x)`，"
+             f"再 `q[{_b}, {_t}, {_j}].backward()`。位置、行、列都从 0 数。"),
+    range_why=f"：weight 是 (6, 6)，x 的每一句有 3 个 token"))
 
 
 # ---------------------------------------------------------------- 3.2 (d_k and d_v free)

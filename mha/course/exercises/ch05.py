@@ -1,6 +1,7 @@
 """Checkers for chapter 05, 步骤 4：并行 Attention.
 
-* 5.1 predict the shape of the scores ``Q K^T / sqrt(d_k)`` when L != S;
+* 5.1 ``check_rows_that_move``: which output rows of causal attention change when a query, a key's mask or a
+  value changes;
 * 5.2 predict the variance of a dot product when q has variance 4, after the usual scale, and the divisor that
   brings it to 1;
 * 5.3 ``check_attention_weights``: attention with a mask that returns ``(output, weights)``, for d_v != d_k and
@@ -18,40 +19,63 @@ from mha.steps import attention_scores, fused_attention, masked_softmax, attenti
 from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
-from .records import Exercise, Wrong, predict_shape
+from .records import Which, Wrong, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone, short_repr
 
-__all__ = ["check_scores_shape", "check_dot_product_variance_scaled",
+__all__ = ["check_rows_that_move", "check_dot_product_variance_scaled",
            "check_attention_weights"]
 
 
-# ---------------------------------------------------------------- 5.1
-SCORES_CASE = dict(B=3, n_heads=4, L=5, S=7, d_model=64)  # d_k = 16
+# ---------------------------------------------------------------- 5.1 (which output rows change: causal self-attention)
+ROWS_L, Q_TOKEN, HIDDEN_KEY, V_TOKEN = 5, 3, 1, 4
 
 
-def _scores_wrongs(B, h, L, S, d_k) -> list:
-    """5.1's typical wrong shapes, each with why it is wrong; the self-check offers the first four."""
-    return [
-        Wrong("each head's output", ((B, h, L, d_k),), "是 weights @ V 之后每个头输出的形状 (B, h, L, d_k)；"
-                                                     "scores 的最后一维数的是 key 有几个（S），d_k 在 Q Kᵀ 里被求和消掉了"),
-        Wrong("L and S swapped", ((B, h, S, L),), "把 L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key，所以是 (B, h, L, S)"),
-        Wrong("square", ((B, h, L, L), (B, h, S, S)), f"是一个方阵，但这里 query 有 L={L} 个、key 有 S={S} 个，"
-                                                       "scores 不一定是方阵（交叉注意力里 L ≠ S）"),
-        Wrong("no head axis", ((B, L, S), (B, S, L)), "少了头这一维：每个头都有自己的一张分数表"),
-        Wrong("axes out of order", ((B, L, h, S), (h, B, L, S)), "的轴顺序不对：分头之后头的轴紧跟在 batch 后面，(B, h, ...)"),
-        Wrong("K^T Q", ((B, h, d_k, d_k),), "是 Kᵀ Q 那一类的形状；Q Kᵀ 是 (L, d_k) @ (d_k, S)，被消掉的是 d_k"),
-    ]
+def rows_that_move(L: int = ROWS_L, d: int = 4) -> dict:
+    """Output rows of ``mha.attention(q, k, v, causal_mask(L))`` (one sentence, one head) that change when query
+    ``Q_TOKEN`` is replaced, when key ``HIDDEN_KEY`` is hidden too, or when value ``V_TOKEN`` is replaced."""
+    q, k, v = (torch.randn(1, 1, L, d) for _ in range(3))
+    keep = causal_mask(L)  # (L, L), True = may attend
+    q2, v2, hide = q.clone(), v.clone(), keep.clone()
+    q2[..., Q_TOKEN, :], v2[..., V_TOKEN, :] = torch.randn(d), torch.randn(d)
+    hide[:, HIDDEN_KEY] = False
+    with torch.no_grad():
+        base = attention(q, k, v, keep)[0]
+
+        def moved(q=q, v=v, keep=keep):
+            return ((attention(q, k, v, keep)[0] - base).abs() > 1e-6)[0, 0].any(-1).nonzero().flatten().tolist()
+        return {"change_q": moved(q=q2), "mask_key": moved(keep=hide), "change_v": moved(v=v2)}
 
 
-check_scores_shape = predict_shape(Exercise(
-    "5.1", "ch05", "预测 scores 的形状", "shape",
-    right=lambda B, h, L, S, d_k: tuple(attention_scores(torch.zeros(B, h, L, d_k), torch.zeros(B, h, S, d_k)).shape),
-    wrongs=_scores_wrongs,
-    hint=lambda B, h, L, S, d_k, got: (f"{got} 不对。提示：每个头里 Q 是 (L, d_k)，Kᵀ 是 (d_k, S)，"
-                                       f"再带上前面的 (B, h) 两维；这里 B={B}, h={h}, L={L}, S={S}, d_k={d_k}"),
-    cases=((SCORES_CASE["B"], SCORES_CASE["n_heads"], SCORES_CASE["L"], SCORES_CASE["S"],
-            SCORES_CASE["d_model"] // SCORES_CASE["n_heads"]),)))
+_ALL = list(range(ROWS_L))
+check_rows_that_move = predict_which(Which(
+    "5.1", "ch05", "因果注意力里改一处，哪些输出行会变", ("change_q", "mask_key", "change_v"),
+    right=rows_that_move,
+    wrongs=lambda: {
+        "change_q": [Wrong("every row", (_ALL,), f"query {Q_TOKEN} 只出现在 scores 的第 {Q_TOKEN} 行：别的行的分数用的是它们自己的 "
+                           "query，它们的权重和输出都不变"),
+                     Wrong("later rows", (list(range(Q_TOKEN, ROWS_L)),), "把 query 当成了 key：后面的 query 看到的是 key 和 value，"
+                           f"换掉 query {Q_TOKEN} 只改第 {Q_TOKEN} 行")],
+        "mask_key": [Wrong("its own row", ([HIDDEN_KEY],), f"挡住 key {HIDDEN_KEY} 改的是 scores 的第 {HIDDEN_KEY} 列：每个原本"
+                           f"看得到它的 query（第 {HIDDEN_KEY} 行及以后）的权重都要重新分配"),
+                     Wrong("every row", (_ALL,), f"因果掩码下 query t 只看 key 0..t：query 0 本来就看不到 key {HIDDEN_KEY}，不受影响"),
+                     Wrong("causal reversed", (list(range(HIDDEN_KEY + 1)),), "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的），"
+                           f"看得到 key {HIDDEN_KEY} 的是它自己和后面的 query")],
+        "change_v": [Wrong("every row", (_ALL,), f"因果掩码下只有 query {V_TOKEN} 及以后看得到 key {V_TOKEN}；别的行给它的权重是 0"),
+                     Wrong("none", ([],), f"query {V_TOKEN} 给 value {V_TOKEN} 的权重不是 0，这一行的加权和会变"),
+                     Wrong("earlier rows", (list(range(V_TOKEN)),), "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")]},
+    hint={"change_q": "scores 的第 t 行只用到哪个 query？", "mask_key": f"哪些 query 原本看得到 key {HIDDEN_KEY}？",
+          "change_v": f"哪些 query 给 value {V_TOKEN} 的权重不是 0？"},
+    size=dict.fromkeys(("change_q", "mask_key", "change_v"), ROWS_L),
+    ask={"change_q": f"把 query {Q_TOKEN} 换成别的向量（k、v 和掩码不变），哪些输出行会变？",
+         "mask_key": f"在因果掩码之外再挡住 key {HIDDEN_KEY}（`keep[:, {HIDDEN_KEY}] = False`），哪些输出行会变？",
+         "change_v": f"只把 value {V_TOKEN} 换成别的向量，哪些输出行会变？"},
+    why_right={"change_q": f"query {Q_TOKEN} 只决定 scores 的第 {Q_TOKEN} 行。",
+               "mask_key": f"query t 看 key 0..t：第 {HIDDEN_KEY} 行及以后原本都给 key {HIDDEN_KEY} 分了权重，现在要重新分配。",
+               "change_v": f"只有 query {V_TOKEN} 看得到 key {V_TOKEN}（它是最后一个）。"},
+    setting=f"一句话、一个头的因果自注意力 `mha.attention(q, k, v, mha.causal_mask({ROWS_L}))`，L = {ROWS_L}，"
+            "query t 只看 key 0..t（位置从 0 数）。",
+    range_why=f"：L = {ROWS_L}，输出有 {ROWS_L} 行"))
 
 
 # ---------------------------------------------------------------- 5.2
