@@ -130,9 +130,9 @@ def _from_which(exercise_id: str) -> list:
     """One multiple-choice question per key of a "which positions change" record (:class:`records.Which`): its
     truth, and its typical wrong answers with the checker's own words."""
     ex = RECORDS[exercise_id]
-    truth, wrongs = ex.right(), ex.wrongs()
-    return [_choice(ex.setting + ex.ask[key], truth[key], ex.why_right[key],
-                    [(list(w.answers[0]), w.why + "。") for w in wrongs[key]]) for key in ex.keys]
+    truth = ex.right()
+    return [_choice(ex.setting + ask.question, truth[key], ask.right_why, [(list(w), why + "。") for w, why in ask.wrongs])
+            for key, ask in ex.asks.items()]
 
 
 for _id in ("1.1", "1.2"):

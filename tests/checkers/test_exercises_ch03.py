@@ -227,7 +227,29 @@ def count_by_copied_linear(d_model, n_heads, d_k, d_v, bias):
 
 
 COPIED = nn.Linear(2, 2)
-WRONG_COUNT = mistakes_for(check_count_parameters_general, [(count_by_copied_linear, ["复制一个层", "nn.Parameter"])])
+def _count(w_v=None, w_o_in=None, o_bias=None, heads=None, bias_as=None, no_w_o=False):
+    """A count with one typical mistake (the defaults give the truth)."""
+    def count(d, h, d_k, d_v, bias):
+        b = bias if bias_as is None else bias_as
+        h = h if heads is None else heads
+        lin = lambda n_in, n_out, nb=None: n_in * n_out + ((n_out if nb is None else nb) if b else 0)  # noqa: E731
+        dv = d_v if w_v is None else d_k
+        return 2 * lin(d, h * d_k) + lin(d, h * dv) + (0 if no_w_o else lin(h * dv, d, o_bias and h * d_v))
+    return count
+
+
+WRONG_COUNT = mistakes_for(check_count_parameters_general, [
+    (count_by_copied_linear, ["复制一个层", "nn.Parameter"]),
+    (lambda d, h, d_k, d_v, bias: 4 * (d * d + (d if bias else 0)), ["d_k = d_v = d_model / n_heads", "应为"]),
+    (_count(w_v="d_k"), "也按 d_k 算了"),
+    (_count(no_w_o=True), "忘了 W_o"),
+    (_count(heads=1), "只数了一个头"),
+    (_count(bias_as=False), "忘了偏置"),
+    (_count(bias_as=True), "把偏置也数进去了"),
+    (_count(o_bias=True), "W_o 的偏置有 d_model 个"),
+    (lambda d, h, d_k, d_v, bias: 7, ["应为", "in·out 个权重"]),
+    (lambda d, h, d_k, d_v, bias: 1.5, "应该是整数"),
+])
 test_wrong_answers_are_named = wrong_answers(WRONG_3_1, WRONG_HEAD_K, WRONG_COUNT)
 
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .answers import as_int, name_the_match
-from .records import Which, Wrong, as_index_list, predict_which  # noqa: F401 (as_index_list: chapter 10 reads it here)
+from .records import Ask, Which, as_index_list, predict_which  # noqa: F401 (as_index_list: chapter 10 reads it here)
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -38,21 +38,17 @@ def permuted_rows(p=tuple(PERMUTATION), d_model: int = 4) -> list[int]:
     return [int((y - row).abs().sum(-1).argmin()) for row in y2]
 
 
-_SHUFFLE = ("自注意力 `y = layer(x, x, x)`，x 的形状是 (1, 5, 4)，没有掩码、没有位置编码。把 token 的顺序打乱："
-            f"`x2 = x[:, p]`，p = {PERMUTATION}，再算 `y2 = layer(x2, x2, x2)`。")
 check_permuted_rows = predict_which(Which(
-    "1.1", "ch01", "打乱 token 的顺序，输出怎样变", ("",),
-    right=lambda: {"": permuted_rows()},
-    wrongs=lambda: {"": [
-        Wrong("unchanged", ([0, 1, 2, 3, 4],), "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，"
-              "token 挪到哪里，它那一行输出就跟到哪里（它看到的 key/value 还是同一组，只是换了顺序，加权和不变）"),
-        Wrong("inverse", ([int(i) for i in torch.tensor(PERMUTATION).argsort()],),
-              "方向反了（这是 p 的逆）：y2 的第 t 行属于 x2 的第 t 个 token，也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]")]},
-    hint={"": "y2 的第 t 行属于 x2 的第 t 个 token；它是 x 的哪一个 token？这个 token 在 y 里是哪一行？"},
-    size={"": 5}, ask={"": "y2 的第 t 行等于 y 的第 r[t] 行，r 是？"},
-    why_right={"": "每一行输出只由它自己的 query 和整组 key/value 决定；整组 key/value 换个顺序，加权和不变，"
-                   "所以每一行跟着它的 token 走：r = p。"},
-    setting=_SHUFFLE, ordered=True))
+    "1.1", "ch01", "打乱 token 的顺序，输出怎样变", lambda: {"": permuted_rows()}, size=5, ordered=True,
+    setting=("自注意力 `y = layer(x, x, x)`，x 的形状是 (1, 5, 4)，没有掩码、没有位置编码。把 token 的顺序打乱："
+             f"`x2 = x[:, p]`，p = {PERMUTATION}，再算 `y2 = layer(x2, x2, x2)`。"),
+    asks={"": Ask("y2 的第 t 行等于 y 的第 r[t] 行，r 是？", "每一行输出只由它自己的 query 和整组 key/value 决定；整组 "
+                  "key/value 换个顺序，加权和不变，所以每一行跟着它的 token 走：r = p。",
+                  "y2 的第 t 行属于 x2 的第 t 个 token；它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", (
+        ([0, 1, 2, 3, 4], "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，token 挪到哪里，它那一行输出"
+                          "就跟到哪里（它看到的 key/value 还是同一组，只是换了顺序，加权和不变）"),
+        (torch.tensor(PERMUTATION).argsort().tolist(), "方向反了（这是 p 的逆）：y2 的第 t 行属于 x2 的第 t 个 token，"
+                                                       "也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]")))}))
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
@@ -72,23 +68,24 @@ def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4
 
 _L, _S, _KV, _Q = (CROSS_POSITIONS_QUESTION[k] for k in ("L", "S", "kv_changed", "q_changed"))
 check_changed_positions_cross = predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
-    "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变", ("change_kv", "change_q"),
-    right=lambda: {"change_kv": cross_changed_positions("kv", _L, _S, _KV), "change_q": cross_changed_positions("q", _L, _S, _Q)},
-    wrongs=lambda: {
-        "change_kv": [Wrong("kv position", ([_KV],), f"把 Key/Value 的位置 {_KV} 当成了输出的位置：每个 query 都对全部 "
-                            f"S 个 key/value 加权求和，改了其中一个，所有 {_L} 个输出都会变"),
-                      Wrong("nothing", ([],), "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动")],
-        "change_q": [Wrong("every row", (list(range(_L)),), f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 "
-                           f"query j 和（没变的）全部 key/value，所以只有位置 {_Q} 会变"),
-                     Wrong("nothing", ([],), f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")]},
-    hint={"change_kv": f"哪些 query 会用到位置 {_KV} 的 key/value？", "change_q": "位置 j 的输出用到了哪些 query？"},
-    size={"change_kv": _L, "change_q": _L},
-    ask={"change_kv": f"把 kv 里位置 {_KV} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
-         "change_q": f"把 q 里位置 {_Q} 的 token（位置从 0 数）换掉，输出的哪些位置会变？"},
-    why_right={"change_kv": f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{_L} 个输出全都会变。",
-               "change_q": f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，只有位置 {_Q} 会变。"},
-    setting=f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {_L} 个 token，kv 有 S = {_S} 个 token，没有掩码。",
-    range_why=f"：输出的位置跟着 Query 走，只有 L = {_L} 个；Key/Value 的 S = {_S} 个位置不是输出的位置"))
+    "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
+    lambda: {"change_kv": cross_changed_positions("kv", _L, _S, _KV), "change_q": cross_changed_positions("q", _L, _S, _Q)},
+    size=_L, setting=f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {_L} 个 token，kv 有 S = {_S} 个 token，没有掩码。",
+    range_why=f"：输出的位置跟着 Query 走，只有 L = {_L} 个；Key/Value 的 S = {_S} 个位置不是输出的位置",
+    asks={"change_kv": Ask(
+        f"把 kv 里位置 {_KV} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
+        f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{_L} 个输出全都会变。",
+        f"哪些 query 会用到位置 {_KV} 的 key/value？", (
+            ([_KV], f"把 Key/Value 的位置 {_KV} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
+                    f"改了其中一个，所有 {_L} 个输出都会变"),
+            ([], "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动"))),
+          "change_q": Ask(
+        f"把 q 里位置 {_Q} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
+        f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，只有位置 {_Q} 会变。",
+        "位置 j 的输出用到了哪些 query？", (
+            (list(range(_L)), f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 "
+                              f"key/value，所以只有位置 {_Q} 会变"),
+            ([], f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))}))
 
 
 # ---------------------------------------------------------------- 1.3

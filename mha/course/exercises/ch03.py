@@ -16,7 +16,7 @@ from mha.steps import project
 from .answers import as_int, expect_close, expect_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import LINEAR
-from .records import Which, Wrong, predict_which
+from .records import Ask, Which, predict_which
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -42,31 +42,28 @@ def gradient_reach(d_model: int = 6, at=AT) -> dict:
 
 _b, _t, _j = AT
 check_gradient_reach = predict_which(Which(
-    "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", ("weight_rows", "weight_cols", "x_tokens"),
-    right=gradient_reach,
-    wrongs=lambda: {
-        "weight_rows": [Wrong("token as row", ([_t],), f"{_t} 是 token 的位置：weight 不分 token，每个 token 都乘同一个 weight；"
-                              f"weight 是 (out, in)，一行对应一个输出特征，Q′ 的第 {_j} 个数用的是第 {_j} 行"),
-                        Wrong("transposed", (list(range(6)),), f"把 weight 当成了论文的 W^Q：nn.Linear 的 weight 是 (out, in)，"
-                              f"W^Q = weight.T；输出特征 {_j} 只用 weight 的第 {_j} 行（W^Q 的第 {_j} 列）")],
-        "weight_cols": [Wrong("one input", ([_j],), f"以为 Q′ 的第 {_j} 个数只来自 x 的第 {_j} 维：它是这个 token 全部 d_model "
-                              f"个输入的加权和，weight 第 {_j} 行的每一列都用上了"),
-                        Wrong("token as column", ([_t],), f"{_t} 是 token 的位置：weight 的列对应输入特征，不对应 token")],
-        "x_tokens": [Wrong("every token", ([0, 1, 2],), "Linear 逐 token 计算，token 之间不交换信息：Q′ 的第 "
-                           f"{_t} 行只由 x 的第 {_t} 个 token 算出"),
-                     Wrong("none", ([],), f"Q′[{_b}, {_t}, {_j}] 正是 token {_t} 算出来的，它的梯度会传回 token {_t}")]},
-    hint={"weight_rows": "weight 的形状是 (out, in)：Q′ 的第 j 个数用到哪一行？",
-          "weight_cols": "Q′ 的一个数是这个 token 的哪些输入特征的加权和？",
-          "x_tokens": "投影会在 token 之间交换信息吗？"},
-    size={"weight_rows": 6, "weight_cols": 6, "x_tokens": 3},
-    ask={"weight_rows": "`W_q.weight.grad` 的哪些行不是 0？", "weight_cols": "`W_q.weight.grad` 的哪些列不是 0？",
-         "x_tokens": f"`x.grad[{_b}]` 里哪些 token（行）不是 0？"},
-    why_right={"weight_rows": f"weight 是 (out, in)，输出特征 {_j} 只用第 {_j} 行。",
-               "weight_cols": f"Q′ 的一个数是这个 token 全部 6 个输入的加权和，第 {_j} 行的每一列都用上了。",
-               "x_tokens": f"投影逐 token 计算：只有 token {_t} 影响 Q′ 的第 {_t} 行。"},
+    "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", gradient_reach, size=6,
     setting=(f"`layer = mha.MultiHeadAttention(6, 2)`，x 的形状是 (2, 3, 6)（requires_grad=True），`q = layer.W_q(x)`，"
              f"再 `q[{_b}, {_t}, {_j}].backward()`。位置、行、列都从 0 数。"),
-    range_why=f"：weight 是 (6, 6)，x 的每一句有 3 个 token"))
+    range_why="：weight 是 (6, 6)，x 的每一句有 3 个 token",
+    asks={"weight_rows": Ask(
+        "`W_q.weight.grad` 的哪些行不是 0？", f"weight 是 (out, in)，输出特征 {_j} 只用第 {_j} 行。",
+        "weight 的形状是 (out, in)：Q′ 的第 j 个数用到哪一行？", (
+            ([_t], f"{_t} 是 token 的位置：weight 不分 token，每个 token 都乘同一个 weight；weight 是 (out, in)，"
+                   f"一行对应一个输出特征，Q′ 的第 {_j} 个数用的是第 {_j} 行"),
+            (list(range(6)), f"把 weight 当成了论文的 W^Q：nn.Linear 的 weight 是 (out, in)，W^Q = weight.T；"
+                             f"输出特征 {_j} 只用 weight 的第 {_j} 行（W^Q 的第 {_j} 列）"))),
+          "weight_cols": Ask(
+        "`W_q.weight.grad` 的哪些列不是 0？", f"Q′ 的一个数是这个 token 全部 6 个输入的加权和，第 {_j} 行的每一列都用上了。",
+        "Q′ 的一个数是这个 token 的哪些输入特征的加权和？", (
+            ([_j], f"以为 Q′ 的第 {_j} 个数只来自 x 的第 {_j} 维：它是这个 token 全部 d_model 个输入的加权和，"
+                   f"weight 第 {_j} 行的每一列都用上了"),
+            ([_t], f"{_t} 是 token 的位置：weight 的列对应输入特征，不对应 token"))),
+          "x_tokens": Ask(
+        f"`x.grad[{_b}]` 里哪些 token（行）不是 0？", f"投影逐 token 计算：只有 token {_t} 影响 Q′ 的第 {_t} 行。",
+        "投影会在 token 之间交换信息吗？", (
+            ([0, 1, 2], f"Linear 逐 token 计算，token 之间不交换信息：Q′ 的第 {_t} 行只由 x 的第 {_t} 个 token 算出"),
+            ([], f"Q′[{_b}, {_t}, {_j}] 正是 token {_t} 算出来的，它的梯度会传回 token {_t}")), size=3)}))
 
 
 # ---------------------------------------------------------------- 3.2 (d_k and d_v free)
@@ -88,23 +85,18 @@ def check_count_parameters_general(fn):
             want = _general_count(d, h, d_k, d_v, bias)
             if got == want:
                 continue
-            args = f"(d_model, n_heads, d_k, d_v, bias) = {(d, h, d_k, d_v, bias)}"
-            b = 1 if bias else 0
-            if got == 4 * (d * d + b * d):
-                raise Mistake(f"{args} 时你答 {got}：这是 d_k = d_v = d_model / n_heads 时的答案；这里每个头的宽度是给定的 "
-                              f"d_k = {d_k}、d_v = {d_v}，四个 Linear 不再都是 d_model × d_model。应为 {want}")
-            if got == 3 * (d * h * d_k + b * h * d_k) + h * d_k * d + b * d:
-                raise Mistake(f"{args} 时你答 {got}：把 W_v 和 W_o 也按 d_k 算了；值的宽度是 d_v，W_v 输出 h·d_v 维，W_o 输入 h·d_v 维")
-            if got == _general_count(d, h, d_k, d_v, bias) - h * d_v * d - b * d:
-                raise Mistake(f"{args} 时你答 {got}：忘了 W_o（h·d_v → d_model）")
-            if got == _general_count(d, 1, d_k, d_v, bias):
-                raise Mistake(f"{args} 时你答 {got}：只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维")
-            if bias and got == _general_count(d, h, d_k, d_v, False):
-                raise Mistake(f"{args} 时你答 {got}：bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数")
-            if not bias and got == _general_count(d, h, d_k, d_v, True):
-                raise Mistake(f"{args} 时你答 {got}：把偏置也数进去了；bias=False 时四个 Linear 都没有偏置，只数权重。应为 {want}")
-            if bias and got == _general_count(d, h, d_k, d_v, False) + h * d_k * 2 + h * d_v + h * d_v:
-                raise Mistake(f"{args} 时你答 {got}：W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")
+            args, b, count = f"(d_model, n_heads, d_k, d_v, bias) = {(d, h, d_k, d_v, bias)}", int(bias), _general_count
+            name_the_match(got, [
+                (4 * (d * d + b * d), f"这是 d_k = d_v = d_model / n_heads 时的答案；这里每个头的宽度是给定的 d_k = {d_k}、"
+                                      f"d_v = {d_v}，四个 Linear 不再都是 d_model × d_model。应为 {want}"),
+                (3 * (d * h * d_k + b * h * d_k) + h * d_k * d + b * d, "把 W_v 和 W_o 也按 d_k 算了；值的宽度是 d_v，"
+                                                                        "W_v 输出 h·d_v 维，W_o 输入 h·d_v 维"),
+                (want - h * d_v * d - b * d, "忘了 W_o（h·d_v → d_model）"),
+                (count(d, 1, d_k, d_v, bias), "只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维"),
+                (count(d, h, d_k, d_v, False) if bias else None, "bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数"),
+                (None if bias else count(d, h, d_k, d_v, True), f"把偏置也数进去了；bias=False 时四个 Linear 都没有偏置，只数权重。应为 {want}"),
+                (count(d, h, d_k, d_v, False) + 2 * h * d_k + 2 * h * d_v if bias else None,
+                 "W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")], prefix=f"{args} 时你答 {got}：", same=lambda a, b: a == b)
             raise Mistake(f"{args} 时你答 {got}，应为 {want}：每个 nn.Linear(in, out) 有 in·out 个权重"
                           f"{'和 out 个偏置' if bias else ''}")
 

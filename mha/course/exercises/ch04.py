@@ -18,7 +18,7 @@ from torch import nn
 
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, part, same
-from .records import Bug, check_repair, Which, Wrong, predict_which
+from .records import Ask, Bug, check_repair, Which, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -51,32 +51,30 @@ def heads_that_move(d_model: int = 12, h: int = 3) -> dict:
 
 
 check_heads_that_move = predict_which(Which(
-    "4.1", "ch04", "改一个数，哪些头、哪些 token 会变", ("from_x", "tokens", "from_q"),
-    right=heads_that_move,
-    wrongs=lambda: {
-        "from_x": [Wrong("own slice", ([1],), "以为每个头只看 x 自己的那一段特征（5 // d_k = 1）：分头切的是投影之后的 Q′，"
-                         "而 Q′ 的每个数都是 x 全部 d_model 个特征学出来的混合；改 x 的一个特征，每个头都会变"),
-                   Wrong("interleaved slice", ([2],), "以为每个头只看 x 的一部分特征：分头切的是投影之后的 Q′，Q′ 的每个数都混合了 "
-                         "x 的全部特征；改 x 的一个特征，每个头都会变")],
-        "tokens": [Wrong("every token", ([0, 1, 2],), "投影和分头都逐 token 计算：改 token 2 的输入，只有 token 2 的那一行会变"
-                         "（token 之间交换信息要到下一步的注意力）"),
-                   Wrong("none", ([],), "头 0 的 d_k 个数也混合了 x 的全部特征，包括被改的第 5 维，所以 token 2 会变")],
-        "from_q": [Wrong("every head", ([0, 1, 2],), "分头只搬数、不做计算：Q′ 的一个数只进一个头（头 9 // d_k = 2）"),
-                   Wrong("interleaved", ([0],), "把 Q′ 当成了轮流发给各个头（9 % 3 = 0）：一个头拿的是连续的一段，"
-                         "代码下标为 i 的头拿第 i·d_k 到 (i+1)·d_k − 1 个数")]},
-    hint={"from_x": "头 i 的 d_k 个数切自 Q′；Q′ 的每个数用到了 x 的哪些特征？",
-          "tokens": "投影和分头会在 token 之间交换信息吗？",
-          "from_q": "代码下标为 i 的头拿 Q′ 的第 i·d_k 到 (i+1)·d_k − 1 个数；这里 d_k = 4"},
-    size={"from_x": 3, "tokens": 3, "from_q": 3},
-    ask={"from_x": "给 `x[0, 2, 5]` 加 1：token 2 的哪些头（代码下标）会变？",
-         "tokens": "给 `x[0, 2, 5]` 加 1：头 0 里哪些 token 会变？",
-         "from_q": "不动 x，直接给 Q′ 的 `q[0, 2, 9]` 加 1 再分头：token 2 的哪些头会变？"},
-    why_right={"from_x": "每个头的 d_k 个数都是 x 全部 12 个特征学出来的混合，改一个特征，3 个头都会变。",
-               "tokens": "投影和分头都逐 token 计算，只有 token 2 会变。",
-               "from_q": "分头只搬数：Q′ 的第 9 个数进了头 9 // 4 = 2。"},
+    "4.1", "ch04", "改一个数，哪些头、哪些 token 会变", heads_that_move, size=3,
     setting="`layer = mha.MultiHeadAttention(12, 3)`（d_k = 4），x 的形状是 (2, 3, 12)，"
             "`heads = mha.split_heads(layer.W_q(x), 3)`，形状 (2, 3, 3, 4)。只看第 0 句。",
-    range_why="：n_heads = 3，每句 L = 3 个 token"))
+    range_why="：n_heads = 3，每句 L = 3 个 token",
+    asks={"from_x": Ask(
+        "给 `x[0, 2, 5]` 加 1：token 2 的哪些头（代码下标）会变？",
+        "每个头的 d_k 个数都是 x 全部 12 个特征学出来的混合，改一个特征，3 个头都会变。",
+        "头 i 的 d_k 个数切自 Q′；Q′ 的每个数用到了 x 的哪些特征？", (
+            ([1], "以为每个头只看 x 自己的那一段特征（5 // d_k = 1）：分头切的是投影之后的 Q′，而 Q′ 的每个数都是 x 全部 "
+                  "d_model 个特征学出来的混合；改 x 的一个特征，每个头都会变"),
+            ([2], "以为每个头只看 x 的一部分特征：分头切的是投影之后的 Q′，Q′ 的每个数都混合了 x 的全部特征；"
+                  "改 x 的一个特征，每个头都会变"))),
+          "tokens": Ask(
+        "给 `x[0, 2, 5]` 加 1：头 0 里哪些 token 会变？", "投影和分头都逐 token 计算，只有 token 2 会变。",
+        "投影和分头会在 token 之间交换信息吗？", (
+            ([0, 1, 2], "投影和分头都逐 token 计算：改 token 2 的输入，只有 token 2 的那一行会变"
+                        "（token 之间交换信息要到下一步的注意力）"),
+            ([], "头 0 的 d_k 个数也混合了 x 的全部特征，包括被改的第 5 维，所以 token 2 会变"))),
+          "from_q": Ask(
+        "不动 x，直接给 Q′ 的 `q[0, 2, 9]` 加 1 再分头：token 2 的哪些头会变？", "分头只搬数：Q′ 的第 9 个数进了头 9 // 4 = 2。",
+        "代码下标为 i 的头拿 Q′ 的第 i·d_k 到 (i+1)·d_k − 1 个数；这里 d_k = 4", (
+            ([0, 1, 2], "分头只搬数、不做计算：Q′ 的一个数只进一个头（头 9 // d_k = 2）"),
+            ([0], "把 Q′ 当成了轮流发给各个头（9 % 3 = 0）：一个头拿的是连续的一段，"
+                  "代码下标为 i 的头拿第 i·d_k 到 (i+1)·d_k − 1 个数")))}))
 
 
 # ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)

@@ -16,10 +16,10 @@ import torch
 
 from mha.masks import causal_mask
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
-from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor
+from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
-from .records import Which, Wrong, predict_which
+from .records import Ask, Which, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone, short_repr
 
@@ -49,36 +49,33 @@ def rows_that_move(L: int = ROWS_L, d: int = 4) -> dict:
 
 _ALL = list(range(ROWS_L))
 check_rows_that_move = predict_which(Which(
-    "5.1", "ch05", "因果注意力里改一处，哪些输出行会变", ("change_q", "mask_key", "change_v"),
-    right=rows_that_move,
-    wrongs=lambda: {
-        "change_q": [Wrong("every row", (_ALL,), f"query {Q_TOKEN} 只出现在 scores 的第 {Q_TOKEN} 行：别的行的分数用的是它们自己的 "
-                           "query，它们的权重和输出都不变"),
-                     Wrong("later rows", (list(range(Q_TOKEN, ROWS_L)),), "把 query 当成了 key：后面的 query 看到的是 key 和 value，"
-                           f"换掉 query {Q_TOKEN} 只改第 {Q_TOKEN} 行")],
-        "mask_key": [Wrong("its own row", ([HIDDEN_KEY],), f"挡住 key {HIDDEN_KEY} 改的是 scores 的第 {HIDDEN_KEY} 列：每个原本"
-                           f"看得到它的 query（第 {HIDDEN_KEY} 行及以后）的权重都要重新分配"),
-                     Wrong("every row", (_ALL,), f"因果掩码下 query t 只看 key 0..t：query 0 本来就看不到 key {HIDDEN_KEY}，不受影响"),
-                     Wrong("causal reversed", (list(range(HIDDEN_KEY + 1)),), "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的），"
-                           f"看得到 key {HIDDEN_KEY} 的是它自己和后面的 query")],
-        "change_v": [Wrong("every row", (_ALL,), f"因果掩码下只有 query {V_TOKEN} 及以后看得到 key {V_TOKEN}；别的行给它的权重是 0"),
-                     Wrong("none", ([],), f"query {V_TOKEN} 给 value {V_TOKEN} 的权重不是 0，这一行的加权和会变"),
-                     Wrong("earlier rows", (list(range(V_TOKEN)),), "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")]},
-    hint={"change_q": "scores 的第 t 行只用到哪个 query？", "mask_key": f"哪些 query 原本看得到 key {HIDDEN_KEY}？",
-          "change_v": f"哪些 query 给 value {V_TOKEN} 的权重不是 0？"},
-    size=dict.fromkeys(("change_q", "mask_key", "change_v"), ROWS_L),
-    ask={"change_q": f"把 query {Q_TOKEN} 换成别的向量（k、v 和掩码不变），哪些输出行会变？",
-         "mask_key": f"在因果掩码之外再挡住 key {HIDDEN_KEY}（`keep[:, {HIDDEN_KEY}] = False`），哪些输出行会变？",
-         "change_v": f"只把 value {V_TOKEN} 换成别的向量，哪些输出行会变？"},
-    why_right={"change_q": f"query {Q_TOKEN} 只决定 scores 的第 {Q_TOKEN} 行。",
-               "mask_key": f"query t 看 key 0..t：第 {HIDDEN_KEY} 行及以后原本都给 key {HIDDEN_KEY} 分了权重，现在要重新分配。",
-               "change_v": f"只有 query {V_TOKEN} 看得到 key {V_TOKEN}（它是最后一个）。"},
+    "5.1", "ch05", "因果注意力里改一处，哪些输出行会变", rows_that_move, size=ROWS_L,
     setting=f"一句话、一个头的因果自注意力 `mha.attention(q, k, v, mha.causal_mask({ROWS_L}))`，L = {ROWS_L}，"
             "query t 只看 key 0..t（位置从 0 数）。",
-    range_why=f"：L = {ROWS_L}，输出有 {ROWS_L} 行"))
+    range_why=f"：L = {ROWS_L}，输出有 {ROWS_L} 行",
+    asks={"change_q": Ask(
+        f"把 query {Q_TOKEN} 换成别的向量（k、v 和掩码不变），哪些输出行会变？", f"query {Q_TOKEN} 只决定 scores 的第 {Q_TOKEN} 行。",
+        "scores 的第 t 行只用到哪个 query？", (
+            (_ALL, f"query {Q_TOKEN} 只出现在 scores 的第 {Q_TOKEN} 行：别的行的分数用的是它们自己的 query，它们的权重和输出都不变"),
+            (_ALL[Q_TOKEN:], f"把 query 当成了 key：后面的 query 看到的是 key 和 value，换掉 query {Q_TOKEN} 只改第 {Q_TOKEN} 行"))),
+          "mask_key": Ask(
+        f"在因果掩码之外再挡住 key {HIDDEN_KEY}（`keep[:, {HIDDEN_KEY}] = False`），哪些输出行会变？",
+        f"query t 看 key 0..t：第 {HIDDEN_KEY} 行及以后原本都给 key {HIDDEN_KEY} 分了权重，现在要重新分配。",
+        f"哪些 query 原本看得到 key {HIDDEN_KEY}？", (
+            ([HIDDEN_KEY], f"挡住 key {HIDDEN_KEY} 改的是 scores 的第 {HIDDEN_KEY} 列：每个原本看得到它的 query"
+                           f"（第 {HIDDEN_KEY} 行及以后）的权重都要重新分配"),
+            (_ALL, f"因果掩码下 query t 只看 key 0..t：query 0 本来就看不到 key {HIDDEN_KEY}，不受影响"),
+            (_ALL[:HIDDEN_KEY + 1], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的），"
+                                    f"看得到 key {HIDDEN_KEY} 的是它自己和后面的 query"))),
+          "change_v": Ask(
+        f"只把 value {V_TOKEN} 换成别的向量，哪些输出行会变？", f"只有 query {V_TOKEN} 看得到 key {V_TOKEN}（它是最后一个）。",
+        f"哪些 query 给 value {V_TOKEN} 的权重不是 0？", (
+            (_ALL, f"因果掩码下只有 query {V_TOKEN} 及以后看得到 key {V_TOKEN}；别的行给它的权重是 0"),
+            ([], f"query {V_TOKEN} 给 value {V_TOKEN} 的权重不是 0，这一行的加权和会变"),
+            (_ALL[:V_TOKEN], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")))}))
 
 
-# ---------------------------------------------------------------- 5.2
+# ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
 VARIANCE_D_K = 256
 
 # How close a variance must be to the theory (256, 1). The prompt asks for the exact values, and
@@ -88,13 +85,6 @@ VARIANCE_D_K = 256
 # within 5 % with probability above 99.9 %. Numbers 6 % or more off, like (240, 0.9), are a rough
 # guess or a tiny experiment, not the variance: they fail with a message saying they are close.
 VARIANCE_RTOL = 0.05
-
-
-def _near(x: float, want: float, rtol: float) -> bool:
-    return abs(x - want) <= rtol * abs(want)
-
-
-# ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
 SCALED_QUESTION = {"d_k": 64, "var_q": 4.0, "var_k": 1.0}
 
 
@@ -113,40 +103,29 @@ def check_dot_product_variance_scaled(answer):
     d, vq, vk = q["d_k"], q["var_q"], q["var_k"]
     want_raw = d * vq * vk  # Var(Σ q_j k_j) = Σ Var(q_j) Var(k_j)
     want_scaled, want_div = want_raw / d, math.sqrt(want_raw)
-    if not _near(raw, want_raw, VARIANCE_RTOL):
-        if _near(raw, d, 0.05):
-            raise Mistake(f"缩放前填了 {raw:g} = d_k：那是各分量方差都为 1 时的答案；这里 q 的分量方差是 {vq:g}，"
-                          f"每一项 q_j k_j 的方差是 Var(q_j)·Var(k_j) = {vq * vk:g}")
-        if _near(raw, d * math.sqrt(vq), 0.05):
-            raise Mistake(f"缩放前填了 {raw:g}：用了 q 的标准差 {math.sqrt(vq):g}；每一项的方差是方差之积 Var(q_j)·Var(k_j)")
-        raise Mistake(f"缩放前的方差 {raw:g} 不对。提示：q·k = Σ q_j k_j，{d} 个独立项，每一项的方差是 Var(q_j)·Var(k_j)")
-    if not _near(scaled, want_scaled, VARIANCE_RTOL):
-        if _near(scaled, 1.0, 0.05):
-            raise Mistake(f"除以 √d_k 之后的方差不是 1：√d_k 只除掉了项数 d_k 带来的增长，分量本身的方差 {vq * vk:g} 还在")
-        raise Mistake(f"除以 √d_k 之后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}")
-    if not _near(divisor, want_div, VARIANCE_RTOL):
-        if _near(divisor, want_raw, 0.05):
-            raise Mistake(f"要除的数填了 {divisor:g}：那是方差本身；除以 c 时方差除以 c²，所以 c 是方差的平方根")
-        if _near(divisor, math.sqrt(d), 0.05):
-            raise Mistake(f"要除的数填了 √d_k = {divisor:g}：那只够让方差为 1 的输入回到 1；这里还要除掉 √({vq * vk:g})")
-        raise Mistake(f"要除的数 {divisor:g} 不对。提示：让 Var(q·k / c) = Var(q·k) / c² 等于 1")
+    near = lambda x, want: abs(x - want) <= VARIANCE_RTOL * abs(want)  # noqa: E731
+    for got, want, what, named in [
+        (raw, want_raw, f"缩放前的方差 {raw:g} 不对。提示：q·k = Σ q_j k_j，{d} 个独立项，每一项的方差是 Var(q_j)·Var(k_j)", [
+            (d, f"缩放前填了 {raw:g} = d_k：那是各分量方差都为 1 时的答案；这里 q 的分量方差是 {vq:g}，"
+                f"每一项 q_j k_j 的方差是 Var(q_j)·Var(k_j) = {vq * vk:g}"),
+            (d * math.sqrt(vq), f"缩放前填了 {raw:g}：用了 q 的标准差 {math.sqrt(vq):g}；每一项的方差是方差之积 Var(q_j)·Var(k_j)")]),
+        (scaled, want_scaled, f"除以 √d_k 之后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}", [
+            (1.0, f"除以 √d_k 之后的方差不是 1：√d_k 只除掉了项数 d_k 带来的增长，分量本身的方差 {vq * vk:g} 还在")]),
+        (divisor, want_div, f"要除的数 {divisor:g} 不对。提示：让 Var(q·k / c) = Var(q·k) / c² 等于 1", [
+            (want_raw, f"要除的数填了 {divisor:g}：那是方差本身；除以 c 时方差除以 c²，所以 c 是方差的平方根"),
+            (math.sqrt(d), f"要除的数填了 √d_k = {divisor:g}：那只够让方差为 1 的输入回到 1；这里还要除掉 √({vq * vk:g})")])]:
+        if not near(got, want):
+            name_the_match(got, named, same=near)
+            raise Mistake(what)
 
 
-# ---------------------------------------------------------------- 5.3
-
-
+# ---------------------------------------------------------------- 5.3 (d_v != d_k, weights too, 0/1 masks)
 def _matches(out, candidate) -> bool:
     """Same shape and values as ``candidate`` (float32 or float64 answers alike; NaN matches NaN)."""
     return (is_plain_tensor(out) and out.is_floating_point() and out.shape == candidate.shape
             and torch.allclose(out.detach().double(), candidate.detach().double(), atol=1e-4, rtol=1e-3, equal_nan=True))
 
 
-def _run(fn, q, k, v, mask):
-    """Run the student's attention: no shortcut, no input changed in place, a result."""
-    return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=(SDPA, torch_mha(), attention, fused_attention, masked_softmax, attention_scores))
-
-
-# ---------------------------------------------------------------- 5.3 (reworked): d_v != d_k, weights too, 0/1 masks
 # (B, h, L, S, d_k, d_v): L != S, d_k != d_v, and sqrt(d_k) != sqrt(d_v), so every width has to be read
 # from the right tensor. The second shape changes every size, so nothing may be hard-coded.
 WEIGHTS_SHAPES = [(2, 3, 4, 6, 5, 7), (3, 2, 3, 5, 8, 2)]

@@ -143,27 +143,42 @@ def as_index_list(value, what: str) -> list[int]:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """One question of a :class:`Which` exercise: the self-check's ``question``, why the right answer is right,
+    the verdict's ``hint`` when no typical mistake names the answer, the typical wrong answers ``((positions,
+    why), ...)`` and how many positions there are (``size``, the exercise's when None)."""
+    question: str
+    right_why: str
+    hint: str
+    wrongs: tuple
+    size: int | None = None
+
+
+@dataclass(frozen=True)
 class Which:
     """An exercise that asks which positions (output rows, heads, tokens, weight rows ...) something changes.
 
-    The answer is ``{key: [positions]}``, one list per key (``keys == ("",)``: the list itself). ``right()``
-    computes ``{key: list}`` by running the course package; ``wrongs()`` gives ``{key: [Wrong]}``, each Wrong's
-    ``answers`` lists of positions; the self-check asks ``setting + ask[key]`` with the same options and
-    ``why_right[key]`` as the feedback of the right one. ``ordered``: the order matters (a permutation)."""
+    The answer is ``{key: [positions]}``, one list per :class:`Ask` (key ``""``: the list itself). ``right()``
+    computes ``{key: list}`` by running the course package; the checker names the typical wrong answers with their
+    why, the self-check asks ``setting + question`` with the same options. ``ordered``: the order matters."""
     id: str
     chapter: str
     title: str
-    keys: tuple
     right: Callable  # () -> {key: [positions]}
-    wrongs: Callable  # () -> {key: [Wrong]}
-    hint: dict  # key -> the verdict's hint when no Wrong names the answer
-    size: dict  # key -> how many positions there are (0 .. size - 1)
-    ask: dict  # key -> the self-check's question
-    why_right: dict  # key -> why the right answer is right (self-check feedback)
+    asks: dict  # key -> Ask
+    size: int = 0
     setting: str = ""  # what the self-check's questions share
     range_why: str = ""  # said when a position is out of range
     ordered: bool = False
     kind: str = "positions"
+
+    @property
+    def keys(self) -> tuple:
+        return tuple(self.asks)
+
+    def wrongs(self) -> dict:
+        """``{key: [Wrong]}``: the typical wrong answers of each question."""
+        return {k: [Wrong(k, (list(answer),), why) for answer, why in ask.wrongs] for k, ask in self.asks.items()}
 
 
 def _positions(answer, ex: Which) -> dict:
@@ -191,20 +206,20 @@ def predict_which(ex: Which):
     def check(answer):
         if is_stub(answer):
             raise NotDone()
-        got, truth, wrongs = _positions(answer, ex), ex.right(), ex.wrongs()
-        for key in ex.keys:
-            g, t, n = got[key], truth[key], ex.size[key]
+        got, truth = _positions(answer, ex), ex.right()
+        for key, ask in ex.asks.items():
+            g, t, n = got[key], truth[key], ask.size or ex.size
             name = f'answer["{key}"] = {g}' if key else f"你的答案 {g}"
             if g == t:
                 continue
             if g == [p + 1 for p in t]:
                 raise Mistake(f"{name}：位置编号从 0 开始数（0 到 {n - 1}），你的答案像是从 1 开始数的")
-            for wrong in wrongs[key]:
-                if g in [list(a) for a in wrong.answers]:
-                    raise Mistake(f"{name}：{wrong.why}")
+            for wrong, why in ask.wrongs:
+                if g == list(wrong):
+                    raise Mistake(f"{name}：{why}")
             if ex.ordered and len(g) != n:
                 raise Mistake(f"{name} 有 {len(g)} 个数：要写 {n} 个，每一行一个")
             if any(p < 0 or p >= n for p in g):
                 raise Mistake(f"{name} 超出了范围：只有 {n} 个（0 到 {n - 1}）{ex.range_why}")
-            raise Mistake(f"{name} 不对。提示：{ex.hint[key]}")
+            raise Mistake(f"{name} 不对。提示：{ask.hint}")
     return check
