@@ -98,19 +98,20 @@ def _outputs(f, x: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
         return f(x2) - f(x)
 
 
-def _plus_one(x: torch.Tensor, k: int, rows=slice(None)) -> torch.Tensor:
-    x2 = x.clone()  # never touch the caller's x
-    x2[rows, k] = x2[rows, k] + 1.0
+def _edited(x: torch.Tensor, edit) -> torch.Tensor:
+    """A copy of x (never the caller's x) with ``edit(copy)`` applied."""
+    x2 = x.clone()
+    edit(x2)
     return x2
 
 
-def _positions(moved: torch.Tensor) -> list[int]:
-    return moved.nonzero().flatten().tolist()
+def _moved(f, x, x2, threshold=THRESHOLD) -> list[int]:
+    """The output positions j where some number of f(x2) differs from f(x) by more than ``threshold``."""
+    return (_outputs(f, x, x2).abs().amax(dim=(0, 2)) > threshold).nonzero().flatten().tolist()
 
 
 def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
-    delta = _outputs(f, x, _plus_one(x, k))  # (B, L, d_model)
-    return _positions(delta.abs().amax(dim=(0, 2)) > THRESHOLD)  # (L,): did any number of position j move?
+    return _moved(f, x, _edited(x, lambda t: t[:, k].add_(1.0)))  # token k of every sentence, every feature
 
 
 def _zero_sum_rows(d_model: int) -> torch.Tensor:
@@ -175,39 +176,31 @@ SIGNED = ("把变化量带着正负号加在了一起：不同特征维（或不
 
 def _wrong_experiments(f, x: torch.Tensor, k: int):
     """(answer of a typical wrong experiment, what it did wrong), in the order they are tried."""
-    x2 = _plus_one(x, k)
+    x2 = _edited(x, lambda t: t[:, k].add_(1.0))
     delta = _outputs(f, x, x2)  # (B, L, d_model)
-    set_to_one = x.clone()
-    set_to_one[:, k] = 1.0
-    yield (_positions((x2 - x).abs().amax(dim=(0, 2)) > 0),
-           "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)")
-    yield (_positions(_outputs(f, x, set_to_one).abs().amax(dim=(0, 2)) > THRESHOLD),
-           f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上加 1：这组 x 里位置 {k} 本来就全是 1，"
-           "设成 1 等于没改；要写 x2[:, k] = x2[:, k] + 1")
-    times_two = x.clone()
-    times_two[:, k] = 2 * times_two[:, k]
-    yield (_positions(_outputs(f, x, times_two).abs().amax(dim=(0, 2)) > THRESHOLD),
-           f"看起来你把位置 k = {k} 的 token 乘了 2，而不是加 1：这组 x 里位置 {k} 本来全是 0，乘 2 等于没改；"
-           "要写 x2[:, k] = x2[:, k] + 1")
-    one_feature = x.clone()
-    one_feature[:, k, 0] = one_feature[:, k, 0] + 1
-    yield (_positions(_outputs(f, x, one_feature).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了 token 的一个特征维（x2[:, k, 0]），或者只比较了输出的一个特征维：这里的 f 恰好不看第 0 个特征；"
-           "要给整个 token 的每个特征都加 1（x2[:, k] = x2[:, k] + 1），再比较输出的每一维")
-    yield (_positions(delta.abs().amax(dim=(0, 2)) > 1e-3),
-           "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6")
-    yield (_positions(_outputs(f, x, _plus_one(x, k, rows=0)).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了第一句话（x2[0, k]），或者只比较了第一句的输出（delta[0]）；要改每一句话的位置 k（x2[:, k]），"
-           "再比较每一句的输出")
+
+    def positions(moved):
+        return moved.nonzero().flatten().tolist()
+    add = "要写 x2[:, k] = x2[:, k] + 1"
+    yield _moved(lambda t: t, x, x2, 0), "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)"
+    yield (_moved(f, x, _edited(x, lambda t: t[:, k].fill_(1.0))), f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上"
+           f"加 1：这组 x 里位置 {k} 本来就全是 1，设成 1 等于没改；{add}")
+    yield (_moved(f, x, _edited(x, lambda t: t[:, k].mul_(2.0))), f"看起来你把位置 k = {k} 的 token 乘了 2，而不是加 1：这组 x "
+           f"里位置 {k} 本来全是 0，乘 2 等于没改；{add}")
+    yield (_moved(f, x, _edited(x, lambda t: t[:, k, 0].add_(1.0))), "看起来你只改了 token 的一个特征维（x2[:, k, 0]），"
+           "或者只比较了输出的一个特征维：这里的 f 恰好不看第 0 个特征；要给整个 token 的每个特征都加 1"
+           "（x2[:, k] = x2[:, k] + 1），再比较输出的每一维")
+    yield _moved(f, x, x2, 1e-3), "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6"
+    yield (_moved(f, x, _edited(x, lambda t: t[0, k].add_(1.0))), "看起来你只改了第一句话（x2[0, k]），或者只比较了第一句的"
+           "输出（delta[0]）；要改每一句话的位置 k（x2[:, k]），再比较每一句的输出")
     for moved in (delta.sum(dim=(0, 2)).abs() > THRESHOLD, delta.sum(dim=2).abs().amax(dim=0) > THRESHOLD,
                   delta.sum(dim=0).abs().amax(dim=1) > THRESHOLD, delta.sum(dim=(0, 2)) != 0):
-        yield _positions(moved), SIGNED
-    yield (_positions(delta.amax(dim=(0, 2)) > THRESHOLD),
+        yield positions(moved), SIGNED
+    yield (positions(delta.amax(dim=(0, 2)) > THRESHOLD),
            "没有取绝对值：输出变小（变化为负）的位置被漏掉了；要比较变化量的绝对值 .abs() 是否超过 1e-6")
-    yield _positions(delta.sum(dim=(0, 2)) > THRESHOLD), SIGNED
+    yield positions(delta.sum(dim=(0, 2)) > THRESHOLD), SIGNED
     if x.shape[1] != x.shape[2]:
-        yield (_positions(delta.abs().amax(dim=(0, 1)) > THRESHOLD),
-               "你在位置这一维上取了最大值，得到的是“哪些特征维变了”；"
+        yield (positions(delta.abs().amax(dim=(0, 1)) > THRESHOLD), "你在位置这一维上取了最大值，得到的是“哪些特征维变了”；"
                "x 的形状是 (B, L, d_model)，位置是第 1 维，要在第 0 和第 2 维上汇总")
 
 

@@ -8,25 +8,18 @@
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
-from .answers import expect_tensor, name_the_match, part, same
+from .answers import as_shape, expect_tensor, name_the_match, part, same
 from .gradients import expect_gradients
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_pe_shift_matrix", "check_pe_bug", "check_run_stack"]
-
-
-# ---------------------------------------------------------------- 2.1
-
-
-_close = functools.partial(same, atol=1e-5)
 
 
 # ---------------------------------------------------------------- 2.2 (bug hunt: the PE of the batch size)
@@ -51,7 +44,6 @@ def _run_buggy(B: int, L: int):
 
 
 def _batch_shape(value, what: str) -> tuple:
-    from .answers import as_shape
     shape = as_shape(value, what)
     if len(shape) != 2 or min(shape) < 1 or max(shape) > 64:
         raise Mistake(f"{what} 应该是 token_ids 的形状 (B, L)，两个 1 到 64 之间的整数，却是 {shape}")
@@ -89,11 +81,6 @@ def check_pe_bug(answer):
         raise Mistake(f'两个形状都找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
 
 
-def _build_x_reference(token_ids: torch.Tensor, embedding: torch.nn.Embedding) -> torch.Tensor:
-    L, d_model = token_ids.shape[1], embedding.embedding_dim
-    return embedding(token_ids) + sinusoidal_positional_encoding(L, d_model)  # (B, L, d_model)
-
-
 def _check_fixed_build_x(fn):
     """``fn(token_ids (B, L) long, embedding nn.Embedding(V, d_model)) -> x (B, L, d_model)``,
     ``x = embedding(token_ids) + PE`` with the sinusoidal PE of chapter 2."""
@@ -107,8 +94,8 @@ def _check_fixed_build_x(fn):
             raise Mistake(f"{what} 的 dtype 是 {out.dtype}；词嵌入加位置编码是小数，应该是浮点张量")
         with torch.no_grad():
             emb = embedding(token_ids)  # (B, L, d_model)
-            want = _build_x_reference(token_ids, embedding)
         pe = sinusoidal_positional_encoding(L, d_model)  # (L, d_model)
+        want = emb + pe  # (B, L, d_model)
         shape = tuple(out.shape)
         if shape == (B, L, 2 * d_model):
             raise Mistake(f"{what} 的形状是 {shape}，应为 {(B, L, d_model)}：你把位置编码拼接（cat）到了嵌入后面；"
@@ -204,7 +191,7 @@ def check_pe_shift_matrix(fn):
             raise Mistake(f"{what} 的形状应该是 ({d_model}, {d_model})，实际是 {tuple(out.shape)}")
         got = out.detach().double()
         truth = shift_matrix(k, d_model)
-        if _close(got, truth):
+        if same(got, truth, atol=1e-5):
             continue
         name_the_match(got, [
             (shift_matrix(k, d_model, sign=-1), "这是往回挪 k 格的矩阵（PE[pos] @ M 得到 PE[pos − k]），也就是正确答案的转置："
@@ -214,7 +201,7 @@ def check_pe_shift_matrix(fn):
              "第 i 对维度转 k·ω_i"),
             (shift_matrix(k, d_model, exponent="i"), "频率的指数用了 i/d_model，应为 2i/d_model（i 是第几对维度）"),
             *[(torch.eye(d_model, dtype=torch.float64), "是单位矩阵：那样 PE[pos] @ M 还是 PE[pos]，没有挪动位置")][:k != 0]],
-            prefix=f"{what}：", same=_close)
+            prefix=f"{what}：", same=lambda a, b: same(a, b, atol=1e-5))
         r, c = divmod(int((got - truth).abs().argmax()), d_model)
         raise Mistake(f"{what} 不对：第 {r} 行第 {c} 列（从 0 数）应为 {truth[r, c].item():.4g}，你的是 {got[r, c].item():.4g}"
                       + ("（对角线上每个 2×2 小块之外都应是 0）。" if r // 2 != c // 2 else "。")

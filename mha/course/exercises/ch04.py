@@ -10,22 +10,17 @@ The answer keys come from :func:`mha.split_heads` itself.
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from .answers import as_shape, expect_close, part, same
+from .answers import as_shape, expect_close, part
 from .records import Ask, Bug, check_repair, Which, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_heads_that_move", "check_split_bug_repair", "check_packed_from_heads"]
-
-
-_same = functools.partial(same, atol=1e-6, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- 4.1 (which heads and tokens one changed number reaches)
@@ -84,13 +79,15 @@ def split_heads_buggy(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return x.reshape(B, n_heads, L, d_model // n_heads)
 
 
-def _bug_answer(answer, second: str) -> None:
-    """The answer is a dict with ``"right_anyway"`` and ``second``; ``"right_anyway"`` is a shape with
-    n_heads >= 2 on which :func:`split_heads_buggy` gives the right heads."""
+@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose，再把算错的头救回来")
+def check_split_bug_repair(answer):
+    """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
+    :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
+    split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway", second} <= set(answer):
-        raise Mistake(f'答案应该是字典 {{"right_anyway": (B, L, d_model, n_heads), "{second}": 函数}}，'
+    if not isinstance(answer, dict) or not {"right_anyway", "repair"} <= set(answer):
+        raise Mistake('答案应该是字典 {"right_anyway": (B, L, d_model, n_heads), "repair": 函数}，'
                       f"却收到了 {type(answer).__name__}" + ("（缺少键）" if isinstance(answer, dict) else ""))
     shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
     if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
@@ -104,21 +101,14 @@ def _bug_answer(answer, second: str) -> None:
     if not torch.equal(split_heads_buggy(x, n_heads), split_heads(x, n_heads)):
         raise Mistake(f'answer["right_anyway"] = {shape}：在这个形状上 split_heads_buggy 是错的。想一想 reshape 按内存顺序'
                       "依次填满 (h, L, d_k)：什么时候“先填第 1 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
+    repair = part(answer["repair"], 'answer["repair"]')
+    check_repair(lambda wrong, h: call(repair, wrong, h, what='answer["repair"]'), map(_split_bug, REPAIR_CASES))
 
 
-# ---------------------------------------------------------------- 4.3 (the reverse: h small Linears -> one)
-MERGE_CASES = [(6, 2, 3), (8, 3, 2), (4, 2, 5), (10, 1, 4)]  # (d_model, n_heads, d_k): d_k need not be d_model / h
+REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L != h != d_k, L > 1
 
 
-def _smalls(d_model: int, n_heads: int, d_k: int) -> list:
-    smalls = [nn.Linear(d_model, d_k) for _ in range(n_heads)]
-    with torch.no_grad():
-        for s in smalls:
-            s.weight.normal_()
-            s.bias.normal_()
-    return smalls
-
-
+# ---------------------------------------------------------------- 4.3 (lecture 003's qnet/knet/vnet per head -> one packed Linear)
 def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name: str, rows: str):
     """The Linear that stacks ``n_small`` small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
     if not isinstance(lin, nn.Linear):
@@ -134,20 +124,6 @@ def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name:
     if not W.requires_grad:
         raise Mistake(f"{name} 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
     return W, b
-
-
-# ---------------------------------------------------------------- 4.2 (reworked): the bug's shape, and the rescue
-REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L != h != d_k, L > 1
-
-
-@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose，再把算错的头救回来")
-def check_split_bug_repair(answer):
-    """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
-    :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
-    split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
-    _bug_answer(answer, "repair")
-    repair = part(answer["repair"], 'answer["repair"]')
-    check_repair(lambda wrong, h: call(repair, wrong, h, what='answer["repair"]'), map(_split_bug, REPAIR_CASES))
 
 
 def _split_bug(case) -> Bug:
@@ -166,13 +142,17 @@ def _split_bug(case) -> Bug:
         hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)", args=(h,))
 
 
-# ---------------------------------------------------------------- 4.3 (reworked): lecture 003's qnet/knet/vnet per head -> one packed Linear
 PACKED_CASES = [(6, 2, 3), (8, 3, 2), (4, 2, 5), (10, 1, 4)]  # (d_model, n_heads, d_k): d_k need not be d_model / h
 ROLES = ("Q", "K", "V")
 
 
 def _triples(d_model: int, n_heads: int, d_k: int) -> list:
-    return [tuple(_smalls(d_model, 3, d_k)) for _ in range(n_heads)]  # [(q_lin, k_lin, v_lin)] per head
+    """[(q_lin, k_lin, v_lin)] per head, with weights and biases far from nn.Linear's small initial ones."""
+    triples = [tuple(nn.Linear(d_model, d_k) for _ in range(3)) for _ in range(n_heads)]
+    with torch.no_grad():
+        for lin in (lin for t in triples for lin in t):
+            lin.weight.normal_(), lin.bias.normal_()
+    return triples
 
 
 @checker("ch04", "4.3", "讲义 003 的每个头三个 Linear → 一个打包的大 Linear")
