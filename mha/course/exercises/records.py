@@ -176,10 +176,6 @@ class Which:
     def keys(self) -> tuple:
         return tuple(self.asks)
 
-    def wrongs(self) -> dict:
-        """``{key: [Wrong]}``: the typical wrong answers of each question."""
-        return {k: [Wrong(k, (list(answer),), why) for answer, why in ask.wrongs] for k, ask in self.asks.items()}
-
 
 def _positions(answer, ex: Which) -> dict:
     from .answers import part
