@@ -29,11 +29,11 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .exercises import ch01, ch02, ch05, ch06, ch07, ch08, ch09, ch10
+from .exercises import ch02, ch05, ch06, ch07, ch08, ch09, ch10
 from .exercises.records import RECORDS
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask
-from mha.steps import attention_scores, merge_heads, project, split_heads
+from mha.steps import merge_heads
 
 __all__ = ["EXERCISES", "questions", "container_id", "bundles", "show", "RIGHT", "WRONG"]
 
@@ -105,13 +105,6 @@ def _shape_choice(question: str, truth: tuple, right_why: str, wrongs: list) -> 
     return _choice(question, tuple(truth), right_why, [(tuple(v), why) for v, why in wrongs], label=_shape)
 
 
-def _from_record(exercise_id: str, *case) -> list:
-    """The wrong options of a shape question: the typical wrong answers of the exercise's record, with the
-    checker's own words (``(shape, why)``; the record's first shape of each mistake)."""
-    wrongs = RECORDS[exercise_id].wrongs(*case)
-    return [(w.answers[0], f"{w.answers[0]} {w.why}。") for w in wrongs]
-
-
 def _seeded(fn):
     """Compute under a fixed seed without touching the notebook's random state, and without autograd."""
     @functools.wraps(fn)
@@ -133,50 +126,17 @@ def _exercise(exercise_id: str):
     return register
 
 
-@_exercise("1.1")
-def _output_shape():
-    q = ch01.CROSS_SHAPE_QUESTION
-    B, L, S, d, h = q["B"], q["L"], q["S"], q["d_model"], q["n_heads"]
-    truth = ch01.cross_output_shape(B, L, S, d, h)
-    return [_shape_choice(
-        f"`mha.MultiHeadAttention(d_model={d}, n_heads={h})`，Query 的形状是 {_shape((B, L, d))}，"
-        f"Key 和 Value 的形状都是 {_shape((B, S, d))}。`layer(q, kv, kv)` 输出的形状是？", truth,
-        "每个 query 得到一个输出向量，所以输出的长度是 Query 的长度 L；最终的 Linear 把宽度还原成 d_model。",
-        _from_record("1.1", B, L, S, d, h))]
+def _from_which(exercise_id: str) -> list:
+    """One multiple-choice question per key of a "which positions change" record (:class:`records.Which`): its
+    truth, and its typical wrong answers with the checker's own words."""
+    ex = RECORDS[exercise_id]
+    truth = ex.right()
+    return [_choice(ex.setting + ask.question, truth[key], ask.right_why, [(list(w), why + "。") for w, why in ask.wrongs])
+            for key, ask in ex.asks.items()]
 
 
-def changed_positions(layer: nn.Module, L: int, k: int, d_model: int = 4, mask=None) -> list:
-    """Which output positions move when token ``k`` of a random (1, L, d_model) input is replaced.
-
-    ``layer`` is an ``nn.Linear`` or a ``MultiHeadAttention`` (called as self-attention with ``mask``).
-    """
-    def run(t):
-        return layer(t) if isinstance(layer, nn.Linear) else layer(t, t, t, mask)
-
-    x = torch.randn(1, L, d_model)
-    x2 = x.clone()
-    x2[0, k] = torch.randn(d_model)
-    moved = (run(x2) - run(x)).abs().amax(dim=-1)[0] > 1e-6  # (L,)
-    return moved.nonzero().flatten().tolist()
-
-
-@_exercise("1.2")
-def _which_positions():
-    q = ch01.CROSS_POSITIONS_QUESTION
-    L, S, k_kv, k_q = q["L"], q["S"], q["kv_changed"], q["q_changed"]
-    kv = ch01.cross_changed_positions("kv", L, S, k_kv)
-    changed_q = ch01.cross_changed_positions("q", L, S, k_q)
-    setting = f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {L} 个 token，kv 有 S = {S} 个 token，没有掩码。"
-    return [
-        _choice(setting + f"把 kv 里位置 {k_kv} 的 token（位置从 0 数）换掉，输出的哪些位置会变？", kv,
-                f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{L} 个输出全都会变。",
-                [([k_kv], f"{k_kv} 是 kv 的位置，不是输出的位置：输出的每一行对应一个 query，而每个 query 都看得到它。"),
-                 ([], "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动。")]),
-        _choice(setting + f"把 q 里位置 {k_q} 的 token（位置从 0 数）换掉，输出的哪些位置会变？", changed_q,
-                f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，它们的输出也不变，只有位置 {k_q} 会变。",
-                [(kv, "别的 query 的打分只用到它们自己的 query 和没变的 key，它们的输出不会变。"),
-                 ([], f"位置 {k_q} 的 query 变了，它的打分和加权结果都会变。")]),
-    ]
+for _id in ("1.1", "1.2"):
+    _exercise(_id)(functools.partial(_from_which, _id))
 
 
 def _block_label(choice) -> str:
@@ -231,17 +191,7 @@ def _block_inputs():
     ]
 
 
-@_exercise("3.1")
-def _projection_shape():
-    B, L, S, d, h = 2, 4, 6, 512, 8
-    truth = tuple(project(torch.zeros(B, S, d), MultiHeadAttention(d, h).W_k).shape)
-    return [_shape_choice(
-        f"交叉注意力：Query 的形状是 {_shape((B, L, d))}，Key 的形状是 {_shape((B, S, d))}，层有 {h} 个头。"
-        "`W_k` 投影之后，K′ 的形状是？", truth,
-        f"nn.Linear 只改最后一维：K 有 S = {S} 个 token，投影后还是 {S} 个，宽度 {d} 映射回 {d}；头数这时还没起作用。",
-        [((B, L, d), f"K′ 来自 K 那句话，长度是 S = {S}；L = {L} 是 Query 的长度。"),
-         ((B, h, S, d // h), "这是分头之后的形状；W_k 本身不分头，分头是下一步（第 4 章）。"),
-         ((d, d), "这是权重矩阵 W_k.weight 的形状，不是投影结果的形状。")])]
+_exercise("3.1")(functools.partial(_from_which, "3.1"))
 
 
 def _count(module: nn.Module) -> int:
@@ -272,28 +222,8 @@ def _parameter_count():
     ]
 
 
-@_exercise("4.1")
-def _split_shape():
-    B, L, d, h = 2, 4, 512, 8
-    truth = tuple(split_heads(torch.zeros(B, L, d), h).shape)
-    d_k = d // h
-    return [_shape_choice(
-        f"Q′ 的形状是 {_shape((B, L, d))}，分成 {h} 个头（`split_heads`）之后是？", truth,
-        f"(B, L, d_model) 先 view 成 (B, L, h, d_k)，再 transpose(1, 2) 得 (B, h, L, d_k)，d_k = {d} / {h} = {d_k}。",
-        _from_record("4.1", B, L, d, h)[:3])]
-
-
-@_exercise("5.1")
-def _scores_shape():
-    c = ch05.SCORES_CASE
-    B, h, L, S, d = c["B"], c["n_heads"], c["L"], c["S"], c["d_model"]
-    d_k = d // h
-    truth = tuple(attention_scores(torch.zeros(B, h, L, d_k), torch.zeros(B, h, S, d_k)).shape)
-    return [_shape_choice(
-        f"交叉注意力：B = {B}，query 每句 L = {L} 个 token，key/value 每句 S = {S} 个，d_model = {d}，"
-        f"n_heads = {h}。分头之后 scores = Q Kᵀ / √d_k 的形状是？", truth,
-        "每个头是 (L, d_k) @ (d_k, S) = (L, S)，再带上前面的 (B, h)。",
-        _from_record("5.1", B, h, L, S, d_k)[:4])]
+for _id in ("4.1", "5.1"):
+    _exercise(_id)(functools.partial(_from_which, _id))
 
 
 def measured_variance(d_k: int, n: int = 20_000, scale: bool = False) -> float:

@@ -4,29 +4,39 @@ answers are tried on every checker in tests/checkers/test_exercises_common.py)."
 import numpy as np
 import torch
 
-from mha.course.exercises import (check_changed_positions_cross, check_dependency_matrix, check_output_shape_cross)
+import mha
+from mha.course.exercises import (check_changed_positions_cross, check_dependency_matrix, check_permuted_rows)
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
                               right_answers, wrong_answers)
 
 
-# ---------------------------------------------------------------- 1.1 cross-attention, L != S
-RIGHT_1_1 = answers_for(check_output_shape_cross, [
-    (2, 7, 12), [2, 7, 12], torch.Size([2, 7, 12]), np.array([2, 7, 12]), (torch.tensor(2), 7, 12.0),
+# ---------------------------------------------------------------- 1.1 shuffled tokens: the rows follow their tokens
+def _rows_by_experiment():
+    """An honest answer: run the layer on x and on x[:, p], match each new row with an old one."""
+    layer = mha.MultiHeadAttention(4, 2).eval()
+    x, p = torch.randn(1, 5, 4), [3, 0, 4, 1, 2]
+    x2 = x[:, p]
+    with torch.no_grad():
+        y, y2 = layer(x, x, x), layer(x2, x2, x2)
+    return [int((y[0] - y2[0, t]).abs().sum(-1).argmin()) for t in range(5)]
+
+
+RIGHT_1_1 = answers_for(check_permuted_rows, [
+    [3, 0, 4, 1, 2], (3, 0, 4, 1, 2), torch.tensor([3, 0, 4, 1, 2]), np.array([3, 0, 4, 1, 2]),
+    [3.0, 0, 4, 1, 2], _rows_by_experiment(),
 ])
 
-WRONG_1_1 = mistakes_for(check_output_shape_cross, [
-    ((2, 5, 12), ["Key/Value", "S = 5", "L = 7"]),
-    ((2, 3, 7, 5), "注意力权重"),
-    ((2, 7, 5), "注意力权重"),
-    ((2, 3, 7, 4), "分头之后"),
-    ((2, 7, 4), "d_k = 4"),
-    ((7, 12), "不对"),
-    ((2.5, 7, 12), "应该是整数，却是 2.5"),
-    ("(2, 7, 12)", "tuple"),
-    (torch.zeros(2, 7, 12), "而不是张量"),
+WRONG_1_1 = mistakes_for(check_permuted_rows, [
+    ([0, 1, 2, 3, 4], ["还是原来的顺序", "跟到哪里"]),
+    ([1, 3, 4, 0, 2], ["方向反了", "p 的逆"]),
+    ([4, 1, 5, 2, 3], "从 1 开始数"),
+    ([3, 0, 4, 1], "要写 5 个"),
+    ([3, 0, 4, 1, 7], "超出了范围"),
+    ([3, 0, 4, 2, 1], "不对。提示"),
+    ({3, 0, 4, 1, 2}, "集合没有顺序"),
+    (torch.tensor([True, False]), "布尔张量"),
+    ((2, 7, 12), "要写 5 个"),  # the old shape exercise's answer
 ])
-
-# the self-attention version it replaced, still graded for saved notebooks
 
 # ---------------------------------------------------------------- 1.2 cross-attention: change kv or q
 RIGHT_1_2 = answers_for(check_changed_positions_cross, [

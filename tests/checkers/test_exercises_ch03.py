@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.course.exercises import (check_count_parameters_general, check_cross_projection_shapes, check_packed_head_k, results)
+from mha.course.exercises import (check_count_parameters_general, check_gradient_reach, check_packed_head_k, results)
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
 
 # ---------------------------------------------------------------- references
@@ -28,10 +28,6 @@ def project_ref(x, linear):
     return out
 
 
-def cross_shapes_ref(B, L, S, d_model, n_heads):
-    return {"q": (B, L, d_model), "k": (B, S, d_model), "v": (B, S, d_model)}
-
-
 def general_count_ref(d, h, d_k, d_v, bias):
     lin = lambda n_in, n_out: n_in * n_out + (n_out if bias else 0)  # noqa: E731
     return 2 * lin(d, h * d_k) + lin(d, h * d_v) + lin(h * d_v, d)
@@ -42,7 +38,37 @@ def packed_ref(x, W, b):
     return tuple(x @ w.T + bb for w, bb in zip(W.chunk(3), bs))
 
 
-# ---------------------------------------------------------------- 3.1
+# ---------------------------------------------------------------- 3.1 what one number of Q' is made of
+def _reach_by_backward():
+    """An honest answer: the experiment the prompt describes, read off the gradients."""
+    layer = mha.MultiHeadAttention(6, 2)
+    x = torch.randn(2, 3, 6, requires_grad=True)
+    layer.W_q(x)[1, 2, 4].backward()
+    g = layer.W_q.weight.grad
+    return {"weight_rows": g.abs().sum(1).nonzero().flatten(), "weight_cols": g.abs().sum(0).nonzero().flatten().tolist(),
+            "x_tokens": x.grad[1].abs().sum(-1).nonzero().flatten().numpy()}
+
+
+RIGHT_3_1 = answers_for(check_gradient_reach, [
+    {"weight_rows": [4], "weight_cols": [0, 1, 2, 3, 4, 5], "x_tokens": [2]},
+    {"weight_rows": (4,), "weight_cols": range(6), "x_tokens": {2}, "note": "extra keys are fine"},
+    _reach_by_backward(),
+])
+RIGHT_3 = {"weight_rows": [4], "weight_cols": list(range(6)), "x_tokens": [2]}
+WRONG_3_1 = mistakes_for(check_gradient_reach, [
+    ({**RIGHT_3, "weight_rows": [2]}, ["token 的位置", "(out, in)"]),
+    ({**RIGHT_3, "weight_rows": list(range(6)), "weight_cols": [4]}, ["论文的 W^Q", "weight.T"]),
+    ({**RIGHT_3, "weight_cols": [4]}, "全部 d_model 个输入的加权和"),
+    ({**RIGHT_3, "weight_cols": [2]}, "列对应输入特征"),
+    ({**RIGHT_3, "x_tokens": [0, 1, 2]}, "逐 token"),
+    ({**RIGHT_3, "x_tokens": []}, "梯度会传回 token 2"),
+    ({**RIGHT_3, "x_tokens": [3]}, "从 1 开始数"),
+    ({**RIGHT_3, "weight_rows": [6]}, "超出了范围"),
+    ({**RIGHT_3, "weight_rows": [3]}, ['answer["weight_rows"]', "提示"]),
+    ({"weight_rows": [4], "weight_cols": list(range(6))}, "缺少键"),
+    ({"q": (2, 4, 512), "k": (2, 6, 512), "v": (2, 6, 512)}, "缺少键"),  # the old shape exercise's answer
+    ([4], "字典"),
+])
 
 
 # ---------------------------------------------------------------- 3.2
@@ -187,7 +213,7 @@ WRONG_HEAD_K = mistakes_for(check_packed_head_k, [
     (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd) * 2, "数值不对"),
 ])
 
-test_right_answers_pass = right_answers(RIGHT_HEAD_K)
+test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_HEAD_K)
 def count_by_copied_linear(d_model, n_heads, d_k, d_v, bias):
     """Builds no layer with nn.Linear(...), but copies one and resizes it: a layer all the same (issue 27)."""
     import copy
@@ -201,8 +227,30 @@ def count_by_copied_linear(d_model, n_heads, d_k, d_v, bias):
 
 
 COPIED = nn.Linear(2, 2)
-WRONG_COUNT = mistakes_for(check_count_parameters_general, [(count_by_copied_linear, ["复制一个层", "nn.Parameter"])])
-test_wrong_answers_are_named = wrong_answers(WRONG_HEAD_K, WRONG_COUNT)
+def _count(w_v=None, w_o_in=None, o_bias=None, heads=None, bias_as=None, no_w_o=False):
+    """A count with one typical mistake (the defaults give the truth)."""
+    def count(d, h, d_k, d_v, bias):
+        b = bias if bias_as is None else bias_as
+        h = h if heads is None else heads
+        lin = lambda n_in, n_out, nb=None: n_in * n_out + ((n_out if nb is None else nb) if b else 0)  # noqa: E731
+        dv = d_v if w_v is None else d_k
+        return 2 * lin(d, h * d_k) + lin(d, h * dv) + (0 if no_w_o else lin(h * dv, d, o_bias and h * d_v))
+    return count
+
+
+WRONG_COUNT = mistakes_for(check_count_parameters_general, [
+    (count_by_copied_linear, ["复制一个层", "nn.Parameter"]),
+    (lambda d, h, d_k, d_v, bias: 4 * (d * d + (d if bias else 0)), ["d_k = d_v = d_model / n_heads", "应为"]),
+    (_count(w_v="d_k"), "也按 d_k 算了"),
+    (_count(no_w_o=True), "忘了 W_o"),
+    (_count(heads=1), "只数了一个头"),
+    (_count(bias_as=False), "忘了偏置"),
+    (_count(bias_as=True), "把偏置也数进去了"),
+    (_count(o_bias=True), "W_o 的偏置有 d_model 个"),
+    (lambda d, h, d_k, d_v, bias: 7, ["应为", "in·out 个权重"]),
+    (lambda d, h, d_k, d_v, bias: 1.5, "应该是整数"),
+])
+test_wrong_answers_are_named = wrong_answers(WRONG_3_1, WRONG_HEAD_K, WRONG_COUNT)
 
 
 def test_reference_project_matches_mha_project():

@@ -6,17 +6,13 @@ import torch
 from torch import nn
 
 import mha
-from mha.course.exercises import (check_packed_from_heads, check_split_bug_repair, check_split_shape, results)
+from mha.course.exercises import (check_packed_from_heads, check_split_bug_repair, check_heads_that_move, results)
 from mha.course.exercises.ch04 import split_heads_buggy
 from mha.steps import split_heads as imported_split_heads
 from exercise_support import answers_for, verdict_allowing_prints, every, mistakes_for, not_done_answers, raise_value_error, right_answers, wrong_answers
 
 
 # ---------------------------------------------------------------- references
-def split_shape_ref(B, L, d_model, n_heads):
-    return (B, n_heads, L, d_model // n_heads)
-
-
 def split_heads_ref(x, n_heads):
     B, L, d_model = x.shape
     return x.view(B, L, n_heads, d_model // n_heads).transpose(1, 2)
@@ -35,13 +31,11 @@ def per_head_linears_ref(W_q, n_heads):
     return smalls
 
 
-CHECKERS = [check_split_shape,  ]
 
 
 def test_references_agree_with_mha():
     x = torch.randn(2, 4, 512)
     assert torch.equal(split_heads_ref(x, 8), mha.split_heads(x, 8))
-    assert tuple(mha.split_heads(x, 8).shape) == split_shape_ref(2, 4, 512, 8)
 
 
 # ---------------------------------------------------------------- correct answers, in many styles
@@ -66,32 +60,47 @@ def _linears_from_data(W_q, n_heads):
     return smalls
 
 
-RIGHT = [
-    (check_split_shape, split_shape_ref),
-    (check_split_shape, lambda b, l, d, h: [b, h, l, d // h]),
-    (check_split_shape, lambda B, L, d, h: torch.Size([B, h, L, d // h])),
-    (check_split_shape, lambda B, L, d, h: (np.int64(B), np.int32(h), torch.tensor(L), d // h)),
-    (check_split_shape, lambda B, L, d, h: np.array([B, h, L, d // h])),
-]
+# ---------------------------------------------------------------- 4.1 which heads and tokens one changed number reaches
+def _heads_by_experiment():
+    """An honest answer: the experiment, with a fresh layer and the chapter's split."""
+    layer = mha.MultiHeadAttention(12, 3)
+    x = torch.randn(2, 3, 12)
+    with torch.no_grad():
+        q = layer.W_q(x)
+        x2, q2 = x.clone(), q.clone()
+        x2[0, 2, 5] += 1
+        q2[0, 2, 9] += 1
+        base, hx, hq = (mha.split_heads(t, 3)[0] for t in (q, layer.W_q(x2), q2))  # (h, L, d_k)
+    heads = lambda d: [i for i in range(3) if (d[i, 2] != 0).any()]  # noqa: E731
+    return {"from_x": heads(hx - base), "tokens": [t for t in range(3) if (hx - base)[0, t].abs().max() > 0],
+            "from_q": heads(hq - base)}
+
+
+RIGHT_4 = {"from_x": [0, 1, 2], "tokens": [2], "from_q": [2]}
+RIGHT = answers_for(check_heads_that_move, [
+    RIGHT_4, {"from_x": range(3), "tokens": (2,), "from_q": torch.tensor([2])},
+    {"from_x": [2, 1, 0], "tokens": np.array([2]), "from_q": [9 // 4]}, _heads_by_experiment(),
+])
+WRONG_4_1 = mistakes_for(check_heads_that_move, [
+    ({**RIGHT_4, "from_x": [1]}, ["自己的那一段特征", "全部 d_model 个特征"]),
+    ({**RIGHT_4, "from_x": [2]}, ["只看 x 的一部分特征", "每个头都会变"]),
+    ({**RIGHT_4, "tokens": [0, 1, 2]}, "逐 token"),
+    ({**RIGHT_4, "tokens": []}, "token 2 会变"),
+    ({**RIGHT_4, "from_q": [0, 1, 2]}, ["只搬数", "只进一个头"]),
+    ({**RIGHT_4, "from_q": [0]}, ["轮流", "连续的一段"]),
+    ({**RIGHT_4, "from_q": [3]}, "从 1 开始数"),
+    ({**RIGHT_4, "from_q": [1]}, ['answer["from_q"]', "d_k = 4"]),
+    ({**RIGHT_4, "from_x": [0, 1, 2, 3]}, "超出了范围"),
+    ({**RIGHT_4, "from_x": torch.ones(3, dtype=torch.bool)}, "布尔张量"),
+    ({"from_x": [0, 1, 2]}, "缺少键"),
+    ((2, 3, 4, 4), "字典"),  # the old shape exercise's kind of answer
+])
 
 
 test_right_answers_pass = right_answers(RIGHT)
 
-# Garbage only these exercises' checkers get (the generic garbage is in tests/checkers/test_exercises_common.py).
-GARBAGE = [
-    raise_value_error, lambda *a: torch.full((1, 2, 3, 4), float("nan")),
-    lambda *a: torch.zeros(3, dtype=torch.long), lambda *a: torch.zeros(1, 2, 3),
-    lambda *a: (1.5, 2), lambda *a: [None], lambda *a: [nn.Linear(2, 2)], lambda *a: nn.Linear(6, 3),
-    lambda *a: [object()] * 8, lambda *a: 7, lambda *a: {"shape": 1}, lambda *a: (True, 1, 1, 1),
-]
-test_garbage_gets_a_verdict = wrong_answers(every(CHECKERS, GARBAGE))
-
 
 # ---------------------------------------------------------------- wrong answers, each named
-def _forgot_return(*args):
-    args[0] if args else None
-
-
 def _view_without_transpose(x, n_heads):
     B, L, d_model = x.shape
     return x.view(B, n_heads, L, d_model // n_heads)
@@ -186,25 +195,6 @@ def _peeks(W_q, n_heads):
 
 SHORTCUT = "不能调用现成的"
 
-WRONG = [
-    # 4.1: each typical wrong shape is named
-    (check_split_shape, lambda B, L, d, h: (B, L, h, d // h), ["还没 transpose"]),
-    (check_split_shape, lambda B, L, d, h: (B, h, L, d), ["不是整条 d_model"]),
-    (check_split_shape, lambda B, L, d, h: (B, d // h, L, h), ["h 和 d_k 的位置弄反了"]),
-    (check_split_shape, lambda B, L, d, h: (B, h, d // h, L), ["最后两维反了"]),
-    (check_split_shape, lambda B, L, d, h: (h, L, d // h), ["batch"]),
-    (check_split_shape, lambda B, L, d, h: (2, 8, 4, 64), ["应为 (B, h, L, d_k)"]),
-    (check_split_shape, lambda B, L, d, h: (B, h, L, d / h + 0.5), ["应该是整数"]),
-    (check_split_shape, lambda B, L, d, h: (B, h, L, None), ["是 None"]),
-    (check_split_shape, lambda B, L, d, h: (B, h, L, True), ["布尔"]),
-    (check_split_shape, _forgot_return, ["返回了 None", "return"]),
-    # 4.2: wrong splits
-    # 4.2: the input must not change
-    # 4.2: shortcuts into mha are named, however they are reached
-    # 4.2: a step of a layer must let the gradient through
-    # 4.3: wrong slices
-    # 4.3: W_q must not change; the small Linears must be trainable
-]
 
 
 # ---------------------------------------------------------------- the reworked 4.2 (bug hunt) and 4.3 (the reverse)
@@ -324,8 +314,7 @@ WRONG_PACKED = mistakes_for(check_packed_from_heads, [
 ])
 
 # residue of issue 27: d_model / n_heads gives 64.0, named (the prompt asks for integers)
-WRONG_FLOAT = mistakes_for(check_split_shape, [(lambda B, L, d, h: (B, h, L, d / h), ["小数", "//"])])
-test_wrong_answers_are_named = wrong_answers(WRONG, WRONG_REPAIR, WRONG_PACKED, WRONG_FLOAT)
+test_wrong_answers_are_named = wrong_answers(WRONG_4_1, WRONG_REPAIR, WRONG_PACKED)
 test_new_right_answers_pass = right_answers(RIGHT_REPAIR, RIGHT_PACKED)
 test_new_stubs_are_not_done = not_done_answers(NOT_DONE_REPAIR)
 

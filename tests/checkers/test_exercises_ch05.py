@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.course.exercises import (check_attention_weights, check_dot_product_variance_scaled, check_scores_shape, results)
+from mha.course.exercises import (check_attention_weights, check_dot_product_variance_scaled, check_rows_that_move, results)
 from mha.steps import masked_softmax
 from exercise_support import answers_for, mistakes_for, verdict_allowing_prints, every, not_done_answers, raise_value_error, right_answers, wrong_answers
 
@@ -66,27 +66,49 @@ def attention_loop_over_heads(q, k, v, mask=None):
     return torch.stack(heads, dim=1)
 
 
-CHECKERS = [check_scores_shape,  ]
-
-RIGHT = [
-    # 5.1: any integer type, the same rule everywhere
-    (check_scores_shape, (3, 4, 5, 7)),
-    (check_scores_shape, [3, 4, 5, 7]),
-    (check_scores_shape, torch.Size([3, 4, 5, 7])),
-    (check_scores_shape, (np.int64(3), np.int32(4), torch.tensor(5), 7)),
-    (check_scores_shape, np.array([3, 4, 5, 7])),
-    (check_scores_shape, (3.0, 4, 5, 7.0)),  # integral floats count as integers
-    # 5.2: the theory, in any number type, and a careful measurement
-    # 5.3: every correct style
-]
+CHECKERS = [check_rows_that_move]
 
 
-test_right_answers_pass = right_answers(RIGHT)
+# ---------------------------------------------------------------- 5.1 which output rows change (causal)
+def _rows_by_experiment():
+    """An honest answer: the three experiments with the chapter's mha.attention."""
+    q, k, v = (torch.randn(1, 1, 5, 4) for _ in range(3))
+    keep = mha.causal_mask(5)
+    base = mha.attention(q, k, v, keep)[0]
 
-# A stub with one part still `...`.
-test_stubs_are_not_done = not_done_answers([
-    (check_scores_shape, (3, 4, ..., 7)),
+    def rows(q=q, v=v, keep=keep):
+        return [t for t in range(5) if not torch.allclose(mha.attention(q, k, v, keep)[0][0, 0, t], base[0, 0, t])]
+    q2, v2, hide = q.clone(), v.clone(), keep.clone()
+    q2[0, 0, 3] = torch.randn(4)
+    v2[0, 0, 4] = torch.randn(4)
+    hide[:, 1] = False
+    return {"change_q": rows(q=q2), "mask_key": rows(keep=hide), "change_v": rows(v=v2)}
+
+
+RIGHT_5 = {"change_q": [3], "mask_key": [1, 2, 3, 4], "change_v": [4]}
+RIGHT = answers_for(check_rows_that_move, [
+    RIGHT_5, {"change_q": (3,), "mask_key": range(1, 5), "change_v": torch.tensor([4])},
+    {"change_q": np.array([3]), "mask_key": {4, 3, 2, 1}, "change_v": [4.0]}, _rows_by_experiment(),
 ])
+test_right_answers_pass = right_answers(RIGHT)
+test_stubs_are_not_done = not_done_answers(answers_for(check_rows_that_move, [{**RIGHT_5, "mask_key": ...}]))
+WRONG_5_1 = mistakes_for(check_rows_that_move, [
+    ({**RIGHT_5, "change_q": [0, 1, 2, 3, 4]}, ["第 3 行", "自己的 query"]),
+    ({**RIGHT_5, "change_q": [3, 4]}, "当成了 key"),
+    ({**RIGHT_5, "mask_key": [1]}, ["第 1 列", "重新分配"]),
+    ({**RIGHT_5, "mask_key": [0, 1, 2, 3, 4]}, "query 0 本来就看不到"),
+    ({**RIGHT_5, "mask_key": [0, 1]}, "方向反了"),
+    ({**RIGHT_5, "change_v": [0, 1, 2, 3, 4]}, "权重是 0"),
+    ({**RIGHT_5, "change_v": []}, "加权和会变"),
+    ({**RIGHT_5, "change_v": [0, 1, 2, 3]}, "方向反了"),
+    ({**RIGHT_5, "change_v": [5]}, "从 1 开始数"),
+    ({**RIGHT_5, "change_q": [2]}, ['answer["change_q"]', "提示"]),
+    ({**RIGHT_5, "change_q": [7]}, "超出了范围"),
+    ({**RIGHT_5, "change_q": None}, "是 None"),
+    ({"change_q": [3]}, "缺少键"),
+    ((3, 4, 5, 7), "字典"),  # the old shape exercise's answer
+])
+
 
 # Garbage only these exercises' checkers get (the generic garbage is in tests/checkers/test_exercises_common.py).
 GARBAGE = [
@@ -166,17 +188,6 @@ def _forgot_return(q, k, v, mask=None):
 SHORTCUT = "不能调用现成的"
 
 WRONG = [
-    # 5.1
-    (check_scores_shape, (3, 4, 5, 16), ["weights @ V"]),
-    (check_scores_shape, (3, 4, 7, 5), ["放反"]),
-    (check_scores_shape, (3, 4, 5, 5), ["方阵"]),
-    (check_scores_shape, (3, 4, 7, 7), ["方阵"]),
-    (check_scores_shape, (3, 5, 7), ["少了头"]),
-    (check_scores_shape, (3, 5, 4, 7), ["轴顺序"]),
-    (check_scores_shape, (1, 2, 3, 4), ["提示"]),
-    (check_scores_shape, (3, 4, 5, None), ["是 None"]),
-    (check_scores_shape, (3, 4, 5, 7.5), ["应该是整数"]),
-    (check_scores_shape, torch.zeros(3, 4, 5, 7), ["不是张量"]),
     # 5.2: named mistakes
     # 5.2: close is not enough
     # 5.2: the answer's parts
@@ -306,7 +317,7 @@ WRONG_WEIGHTS = mistakes_for(check_attention_weights, [
 ])
 NOT_DONE_WEIGHTS = answers_for(check_attention_weights, [lambda q, k, v, mask=None: ...])
 
-test_wrong_answers_are_named = wrong_answers(WRONG + WRONG_NEW, WRONG_WEIGHTS)
+test_wrong_answers_are_named = wrong_answers(WRONG_5_1, WRONG + WRONG_NEW, WRONG_WEIGHTS)
 test_new_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_WEIGHTS)
 test_new_stubs_are_not_done = not_done_answers(NOT_DONE_WEIGHTS)
 

@@ -25,6 +25,7 @@ import torch
 import mha.course.selfcheck as sc
 from mha.course import exercises as ex
 from mha.course.exercises import ch02, ch05, ch06, ch09, ch10
+from mha.course.exercises.records import RECORDS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 import setup_cell
@@ -102,24 +103,18 @@ def _choices(exercise_id: str, index: int = 0):
     return [(value_of(a), a["correct"]) for a in q["answers"]]
 
 
-@pytest.mark.parametrize("exercise_id, check", [("1.1", ex.check_output_shape_cross), ("5.1", ex.check_scores_shape)])
-def test_single_value_answers_agree_with_the_checker(exercise_id, check, capsys):
-    q = sc.questions(exercise_id)[0]
-    if q["type"] == "numeric":
-        values = [(a["value"], a["correct"]) for a in q["answers"] if a["type"] == "value"]
-    else:
-        values = _choices(exercise_id)
-    for value, correct in values:
-        assert passes(check, value, capsys) == correct, value
-
-
-def test_changed_positions_agree_with_the_checker(capsys):
-    kv = [v for v, ok in _choices("1.2", 0) if ok][0]
-    q = [v for v, ok in _choices("1.2", 1) if ok][0]
-    for value, correct in _choices("1.2", 0):
-        assert passes(ex.check_changed_positions_cross, {"change_kv": value, "change_q": q}, capsys) == correct, value
-    for value, correct in _choices("1.2", 1):
-        assert passes(ex.check_changed_positions_cross, {"change_kv": kv, "change_q": value}, capsys) == correct, value
+@pytest.mark.parametrize("exercise_id", ["1.1", "1.2", "3.1", "4.1", "5.1"])
+def test_which_positions_choices_agree_with_the_checker(exercise_id, capsys):
+    """Each option of a "which positions change" self-check, put into the otherwise right answer, passes the
+    checker iff it is the right option."""
+    record = RECORDS[exercise_id]
+    check = next(getattr(ex, n) for n in ex.__all__ if getattr(getattr(ex, n), "exercise_id", None) == exercise_id)
+    rights = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(record.keys)}
+    assert passes(check, rights[""] if record.keys == ("",) else rights, capsys)
+    for i, key in enumerate(record.keys):
+        for value, correct in _choices(exercise_id, i):
+            answer = value if record.keys == ("",) else {**rights, key: value}
+            assert passes(check, answer, capsys) == correct, (key, value)
 
 
 def test_variances_are_the_theory():
@@ -205,9 +200,11 @@ def _truths(exercise_id):
     return [value_of(right(q)) if q["type"] == "multiple_choice" else right(q)["value"] for q in sc.questions(exercise_id)]
 
 
-def test_shape_answers_match_the_lecture_formulas():
-    assert _truths("3.1") == [(2, 6, 512)]  # K′ in cross-attention: (B, S, d_model)
-    assert _truths("4.1") == [(2, 8, 4, 64)]
+def test_which_position_answers_are_what_the_experiments_give():
+    assert _truths("1.1") == [[3, 0, 4, 1, 2]]  # the rows follow their tokens: r = p
+    assert _truths("3.1") == [[4], [0, 1, 2, 3, 4, 5], [2]]  # weight row j, every column, only its own token
+    assert _truths("4.1") == [[0, 1, 2], [2], [2]]  # every head mixes all of x; per token; Q' feature 9 -> head 2
+    assert _truths("5.1") == [[3], [1, 2, 3, 4], [4]]  # causal: query t sees keys 0..t
 
 
 def test_prediction_choices_agree_with_the_checkers(capsys):
@@ -235,12 +232,9 @@ def test_counts_match_the_formula():
 
 
 def test_the_claims_in_the_feedback_are_computed():
-    """1.2 says a causal mask changes only positions k..L-1; 5.2 says a measurement agrees with the formula."""
-    from mha import MultiHeadAttention, causal_mask
-
+    """5.2 says a measurement agrees with the formula."""
     with torch.random.fork_rng():
         torch.manual_seed(1)
-        assert sc.changed_positions(MultiHeadAttention(4, 2).eval(), 6, 2, mask=causal_mask(6)) == [2, 3, 4, 5]
         assert abs(sc.measured_variance(256) / 256 - 1) < 0.05
         assert abs(sc.measured_variance(256, scale=True) - 1) < 0.05
 

@@ -1,12 +1,10 @@
 """Checkers for chapter 01, 多头注意力是什么.
 
-1.1 predict the output shape of cross-attention, L != S (a tuple)
+1.1 shuffle the tokens of self-attention: which row of the old output is each row of the new one (a list)
 1.2 which output positions change when one Key/Value token or one Query token changes in cross-attention
     (a dict: reasoning)
 1.3 the dependency matrix of a layer: which output positions move when each input token changes (a function,
     L x L)
-
-(Counting the layer's parameters is exercise 3.2.)
 """
 from __future__ import annotations
 
@@ -14,72 +12,43 @@ import numpy as np
 import torch
 from torch import nn
 
-from .answers import as_int, name_the_match, part
-from .records import Exercise, Wrong, predict_shape
+from .answers import as_int, name_the_match
+from .records import Ask, Which, as_index_list, predict_which  # noqa: F401 (as_index_list: chapter 10 reads it here)
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
-__all__ = ["check_output_shape_cross", "check_changed_positions_cross", "check_dependency_matrix"]
-
-# ---------------------------------------------------------------- 1.2
+__all__ = ["check_permuted_rows", "check_changed_positions_cross", "check_dependency_matrix"]
 
 
-def as_index_list(value, what: str) -> list[int]:
-    """A list of position numbers: list/tuple/set/range, a 1-d integer tensor or array; each item via as_int."""
-    if isinstance(value, torch.Tensor):
-        if value.dtype == torch.bool:
-            raise Mistake(f"{what} 是布尔张量（每个位置变没变）；要的是发生变化的位置编号列表，"
-                          "可以用 .nonzero().flatten().tolist()")
-        if value.dim() > 1:
-            raise Mistake(f"{what} 应该是位置编号的列表，却是形状 {tuple(value.shape)} 的张量")
-        value = value.reshape(-1).tolist()
-    elif isinstance(value, np.ndarray) and value.ndim <= 1:
-        value = value.reshape(-1).tolist()
-    if isinstance(value, (range, tuple, set, frozenset)):
-        value = list(value)
-    if not isinstance(value, list):
-        raise Mistake(f"{what} 应该是位置编号的列表，例如 [0, 3]，却是 {type(value).__name__}")
-    return [as_int(p, f"{what} 里的位置编号") for p in value]
-
-
-def position_lists(answer, keys) -> dict:
-    """``answer``, a dict with the two ``keys``, as ``{key: sorted distinct 0-based positions}``."""
-    a, b = keys
-    if not isinstance(answer, dict):
-        raise Mistake(f'答案应该是字典 {{"{a}": [...], "{b}": [...]}}，却收到了 {type(answer).__name__}')
-    missing = [k for k in keys if k not in answer]
-    if missing:
-        raise Mistake(f"字典里缺少键 {missing}；需要 \"{a}\" 和 \"{b}\" 两个键")
-    return {key: sorted(set(as_index_list(part(answer[key], f'answer["{key}"]'), f'answer["{key}"]'))) for key in keys}
-
-
-# ---------------------------------------------------------------- 1.1 (cross-attention, L != S)
-CROSS_SHAPE_QUESTION = {"B": 2, "L": 7, "S": 5, "d_model": 12, "n_heads": 3}
-
-
-def cross_output_shape(B: int, L: int, S: int, d_model: int, n_heads: int) -> tuple:
-    """The truth, by running the layer: ``layer(q, kv, kv)`` for q (B, L, d_model) and kv (B, S, d_model)."""
+def _layer(d_model: int = 4):
     from mha.layer import MultiHeadAttention
+    return MultiHeadAttention(d_model, 2).eval()
 
-    layer = MultiHeadAttention(d_model, n_heads).eval()
+
+# ---------------------------------------------------------------- 1.1 (shuffled tokens: the rows follow their tokens)
+PERMUTATION = [3, 0, 4, 1, 2]  # x2 = x[:, p]: position t of x2 holds token p[t] of x
+
+
+def permuted_rows(p=tuple(PERMUTATION), d_model: int = 4) -> list[int]:
+    """r with ``layer(x2, x2, x2) == layer(x, x, x)[:, r]`` for ``x2 = x[:, p]``, found by running the layer."""
+    layer, x = _layer(d_model), torch.randn(1, len(p), d_model)
+    x2 = x[:, list(p)]
     with torch.no_grad():
-        return tuple(layer(torch.zeros(B, L, d_model), torch.zeros(B, S, d_model), torch.zeros(B, S, d_model)).shape)
+        y, y2 = layer(x, x, x)[0], layer(x2, x2, x2)[0]  # (L, d_model)
+    return [int((y - row).abs().sum(-1).argmin()) for row in y2]
 
 
-def _cross_wrongs(B, L, S, d_model, h):
-    d_k = d_model // h
-    return [Wrong("length of Key/Value", ((B, S, d_model),),
-                  f"的长度跟着 Key/Value（S = {S}）走了：每个 query 得到一个输出向量，"
-                  f"输出有几行由 Query 的长度 L = {L} 决定；S 只决定每个 query 在几个 key 之间分配权重"),
-            Wrong("the weights' shape", ((B, h, L, S), (B, L, S)), "是注意力权重（L 个 query 对 S 个 key 的分数）的形状，不是输出 x′ 的形状"),
-            Wrong("split, before Concat", ((B, h, L, d_k), (B, L, d_k)),
-                  f"是分头之后的中间形状（或一个头的宽度 d_k = {d_k}）；Concat 和最终 Linear 会把宽度还原成 d_model")]
-
-
-check_output_shape_cross = predict_shape(Exercise(
-    "1.1", "ch01", "预测交叉注意力的输出形状（L ≠ S）", "shape", cross_output_shape, _cross_wrongs,
-    hint=lambda *case_and_got: f"你的答案 {case_and_got[-1]} 不对。提示：输出的每一行对应一个 query；宽度呢？",
-    cases=(tuple(CROSS_SHAPE_QUESTION[k] for k in ("B", "L", "S", "d_model", "n_heads")),)))
+check_permuted_rows = predict_which(Which(
+    "1.1", "ch01", "打乱 token 的顺序，输出怎样变", lambda: {"": permuted_rows()}, size=5, ordered=True,
+    setting=("自注意力 `y = layer(x, x, x)`，x 的形状是 (1, 5, 4)，没有掩码、没有位置编码。把 token 的顺序打乱："
+             f"`x2 = x[:, p]`，p = {PERMUTATION}，再算 `y2 = layer(x2, x2, x2)`。"),
+    asks={"": Ask("y2 的第 t 行等于 y 的第 r[t] 行，r 是？", "每一行输出只由它自己的 query 和整组 key/value 决定；整组 "
+                  "key/value 换个顺序，加权和不变，所以每一行跟着它的 token 走：r = p。",
+                  "y2 的第 t 行属于 x2 的第 t 个 token；它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", (
+        ([0, 1, 2, 3, 4], "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，token 挪到哪里，它那一行输出"
+                          "就跟到哪里（它看到的 key/value 还是同一组，只是换了顺序，加权和不变）"),
+        (torch.tensor(PERMUTATION).argsort().tolist(), "方向反了（这是 p 的逆）：y2 的第 t 行属于 x2 的第 t 个 token，"
+                                                       "也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]")))}))
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
@@ -88,9 +57,7 @@ CROSS_POSITIONS_QUESTION = {"L": 4, "S": 6, "kv_changed": 2, "q_changed": 1}
 
 def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4) -> list[int]:
     """Output positions of ``layer(q, kv, kv)`` that move when token ``k`` of ``which`` ("kv" or "q") is replaced."""
-    from mha.layer import MultiHeadAttention
-
-    layer = MultiHeadAttention(d_model, 2).eval()
+    layer = _layer(d_model)
     q, kv = torch.randn(1, L, d_model), torch.randn(1, S, d_model)
     q2, kv2 = q.clone(), kv.clone()
     (kv2 if which == "kv" else q2)[0, k] = torch.randn(d_model)
@@ -99,37 +66,26 @@ def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4
     return moved.nonzero().flatten().tolist()
 
 
-@checker("ch01", "1.2", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变")
-def check_changed_positions_cross(answer):
-    """``answer = {"change_kv": [...], "change_q": [...]}``: output positions (0-based) of cross-attention
-    ``layer(q, kv, kv)`` (q has L = 4 tokens, kv has S = 6) that change when kv token 2, or q token 1, is replaced."""
-    if is_stub(answer):
-        raise NotDone()
-    L, S = CROSS_POSITIONS_QUESTION["L"], CROSS_POSITIONS_QUESTION["S"]
-    k_kv, k_q = CROSS_POSITIONS_QUESTION["kv_changed"], CROSS_POSITIONS_QUESTION["q_changed"]
-    got = position_lists(answer, ("change_kv", "change_q"))
-    kv_truth = cross_changed_positions("kv", L, S, k_kv)
-    q_truth = cross_changed_positions("q", L, S, k_q)
-    for key, truth in (("change_kv", kv_truth), ("change_q", q_truth)):
-        if got[key] == [p + 1 for p in truth]:
-            raise Mistake(f'answer["{key}"] = {got[key]}：位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的')
-    for key, positions in got.items():
-        if any(p < 0 or p >= L for p in positions):
-            raise Mistake(f'answer["{key}"] = {positions} 超出了范围：输出的位置跟着 Query 走，只有 L = {L} 个（0 到 {L - 1}）；'
-                          f"Key/Value 的 S = {S} 个位置不是输出的位置")
-    kv, q = got["change_kv"], got["change_q"]
-    if kv == [k_kv]:
-        raise Mistake(f"把 Key/Value 的位置 {k_kv} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
-                      f"改了其中一个，所有 {L} 个输出都会变")
-    if kv != kv_truth:
-        raise Mistake(f'answer["change_kv"] = {kv} 不对。提示：哪些 query 会用到位置 {k_kv} 的 key/value？')
-    if q == list(range(L)):
-        raise Mistake(f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 key/value，"
-                      f"所以只有位置 {k_q} 会变")
-    if q == []:
-        raise Mistake(f"位置 {k_q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")
-    if q != q_truth:
-        raise Mistake(f'answer["change_q"] = {q} 不对。提示：位置 j 的输出用到了哪些 query？')
+_L, _S, _KV, _Q = (CROSS_POSITIONS_QUESTION[k] for k in ("L", "S", "kv_changed", "q_changed"))
+check_changed_positions_cross = predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
+    "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
+    lambda: {"change_kv": cross_changed_positions("kv", _L, _S, _KV), "change_q": cross_changed_positions("q", _L, _S, _Q)},
+    size=_L, setting=f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {_L} 个 token，kv 有 S = {_S} 个 token，没有掩码。",
+    range_why=f"：输出的位置跟着 Query 走，只有 L = {_L} 个；Key/Value 的 S = {_S} 个位置不是输出的位置",
+    asks={"change_kv": Ask(
+        f"把 kv 里位置 {_KV} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
+        f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{_L} 个输出全都会变。",
+        f"哪些 query 会用到位置 {_KV} 的 key/value？", (
+            ([_KV], f"把 Key/Value 的位置 {_KV} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
+                    f"改了其中一个，所有 {_L} 个输出都会变"),
+            ([], "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动"))),
+          "change_q": Ask(
+        f"把 q 里位置 {_Q} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
+        f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，只有位置 {_Q} 会变。",
+        "位置 j 的输出用到了哪些 query？", (
+            (list(range(_L)), f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 "
+                              f"key/value，所以只有位置 {_Q} 会变"),
+            ([], f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))}))
 
 
 # ---------------------------------------------------------------- 1.3
@@ -142,19 +98,20 @@ def _outputs(f, x: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
         return f(x2) - f(x)
 
 
-def _plus_one(x: torch.Tensor, k: int, rows=slice(None)) -> torch.Tensor:
-    x2 = x.clone()  # never touch the caller's x
-    x2[rows, k] = x2[rows, k] + 1.0
+def _edited(x: torch.Tensor, edit) -> torch.Tensor:
+    """A copy of x (never the caller's x) with ``edit(copy)`` applied."""
+    x2 = x.clone()
+    edit(x2)
     return x2
 
 
-def _positions(moved: torch.Tensor) -> list[int]:
-    return moved.nonzero().flatten().tolist()
+def _moved(f, x, x2, threshold=THRESHOLD) -> list[int]:
+    """The output positions j where some number of f(x2) differs from f(x) by more than ``threshold``."""
+    return (_outputs(f, x, x2).abs().amax(dim=(0, 2)) > threshold).nonzero().flatten().tolist()
 
 
 def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
-    delta = _outputs(f, x, _plus_one(x, k))  # (B, L, d_model)
-    return _positions(delta.abs().amax(dim=(0, 2)) > THRESHOLD)  # (L,): did any number of position j move?
+    return _moved(f, x, _edited(x, lambda t: t[:, k].add_(1.0)))  # token k of every sentence, every feature
 
 
 def _zero_sum_rows(d_model: int) -> torch.Tensor:
@@ -219,39 +176,31 @@ SIGNED = ("把变化量带着正负号加在了一起：不同特征维（或不
 
 def _wrong_experiments(f, x: torch.Tensor, k: int):
     """(answer of a typical wrong experiment, what it did wrong), in the order they are tried."""
-    x2 = _plus_one(x, k)
+    x2 = _edited(x, lambda t: t[:, k].add_(1.0))
     delta = _outputs(f, x, x2)  # (B, L, d_model)
-    set_to_one = x.clone()
-    set_to_one[:, k] = 1.0
-    yield (_positions((x2 - x).abs().amax(dim=(0, 2)) > 0),
-           "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)")
-    yield (_positions(_outputs(f, x, set_to_one).abs().amax(dim=(0, 2)) > THRESHOLD),
-           f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上加 1：这组 x 里位置 {k} 本来就全是 1，"
-           "设成 1 等于没改；要写 x2[:, k] = x2[:, k] + 1")
-    times_two = x.clone()
-    times_two[:, k] = 2 * times_two[:, k]
-    yield (_positions(_outputs(f, x, times_two).abs().amax(dim=(0, 2)) > THRESHOLD),
-           f"看起来你把位置 k = {k} 的 token 乘了 2，而不是加 1：这组 x 里位置 {k} 本来全是 0，乘 2 等于没改；"
-           "要写 x2[:, k] = x2[:, k] + 1")
-    one_feature = x.clone()
-    one_feature[:, k, 0] = one_feature[:, k, 0] + 1
-    yield (_positions(_outputs(f, x, one_feature).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了 token 的一个特征维（x2[:, k, 0]），或者只比较了输出的一个特征维：这里的 f 恰好不看第 0 个特征；"
-           "要给整个 token 的每个特征都加 1（x2[:, k] = x2[:, k] + 1），再比较输出的每一维")
-    yield (_positions(delta.abs().amax(dim=(0, 2)) > 1e-3),
-           "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6")
-    yield (_positions(_outputs(f, x, _plus_one(x, k, rows=0)).abs().amax(dim=(0, 2)) > THRESHOLD),
-           "看起来你只改了第一句话（x2[0, k]），或者只比较了第一句的输出（delta[0]）；要改每一句话的位置 k（x2[:, k]），"
-           "再比较每一句的输出")
+
+    def positions(moved):
+        return moved.nonzero().flatten().tolist()
+    add = "要写 x2[:, k] = x2[:, k] + 1"
+    yield _moved(lambda t: t, x, x2, 0), "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)"
+    yield (_moved(f, x, _edited(x, lambda t: t[:, k].fill_(1.0))), f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上"
+           f"加 1：这组 x 里位置 {k} 本来就全是 1，设成 1 等于没改；{add}")
+    yield (_moved(f, x, _edited(x, lambda t: t[:, k].mul_(2.0))), f"看起来你把位置 k = {k} 的 token 乘了 2，而不是加 1：这组 x "
+           f"里位置 {k} 本来全是 0，乘 2 等于没改；{add}")
+    yield (_moved(f, x, _edited(x, lambda t: t[:, k, 0].add_(1.0))), "看起来你只改了 token 的一个特征维（x2[:, k, 0]），"
+           "或者只比较了输出的一个特征维：这里的 f 恰好不看第 0 个特征；要给整个 token 的每个特征都加 1"
+           "（x2[:, k] = x2[:, k] + 1），再比较输出的每一维")
+    yield _moved(f, x, x2, 1e-3), "阈值太大了：这里的变化量只有约 1e-4，用 1e-3 判断就看不出来；题目要的阈值是 1e-6"
+    yield (_moved(f, x, _edited(x, lambda t: t[0, k].add_(1.0))), "看起来你只改了第一句话（x2[0, k]），或者只比较了第一句的"
+           "输出（delta[0]）；要改每一句话的位置 k（x2[:, k]），再比较每一句的输出")
     for moved in (delta.sum(dim=(0, 2)).abs() > THRESHOLD, delta.sum(dim=2).abs().amax(dim=0) > THRESHOLD,
                   delta.sum(dim=0).abs().amax(dim=1) > THRESHOLD, delta.sum(dim=(0, 2)) != 0):
-        yield _positions(moved), SIGNED
-    yield (_positions(delta.amax(dim=(0, 2)) > THRESHOLD),
+        yield positions(moved), SIGNED
+    yield (positions(delta.amax(dim=(0, 2)) > THRESHOLD),
            "没有取绝对值：输出变小（变化为负）的位置被漏掉了；要比较变化量的绝对值 .abs() 是否超过 1e-6")
-    yield _positions(delta.sum(dim=(0, 2)) > THRESHOLD), SIGNED
+    yield positions(delta.sum(dim=(0, 2)) > THRESHOLD), SIGNED
     if x.shape[1] != x.shape[2]:
-        yield (_positions(delta.abs().amax(dim=(0, 1)) > THRESHOLD),
-               "你在位置这一维上取了最大值，得到的是“哪些特征维变了”；"
+        yield (positions(delta.abs().amax(dim=(0, 1)) > THRESHOLD), "你在位置这一维上取了最大值，得到的是“哪些特征维变了”；"
                "x 的形状是 (B, L, d_model)，位置是第 1 维，要在第 0 和第 2 维上汇总")
 
 

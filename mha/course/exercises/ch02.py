@@ -8,25 +8,18 @@
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
-from .answers import expect_tensor, name_the_match, part, same
+from .answers import as_shape, expect_tensor, name_the_match, part, same
 from .gradients import expect_gradients
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
 __all__ = ["check_pe_shift_matrix", "check_pe_bug", "check_run_stack"]
-
-
-# ---------------------------------------------------------------- 2.1
-
-
-_close = functools.partial(same, atol=1e-4)
 
 
 # ---------------------------------------------------------------- 2.2 (bug hunt: the PE of the batch size)
@@ -51,7 +44,6 @@ def _run_buggy(B: int, L: int):
 
 
 def _batch_shape(value, what: str) -> tuple:
-    from .answers import as_shape
     shape = as_shape(value, what)
     if len(shape) != 2 or min(shape) < 1 or max(shape) > 64:
         raise Mistake(f"{what} 应该是 token_ids 的形状 (B, L)，两个 1 到 64 之间的整数，却是 {shape}")
@@ -89,11 +81,6 @@ def check_pe_bug(answer):
         raise Mistake(f'两个形状都找对了；修好的函数 answer["fixed"] 还不对：{m}') from None
 
 
-def _build_x_reference(token_ids: torch.Tensor, embedding: torch.nn.Embedding) -> torch.Tensor:
-    L, d_model = token_ids.shape[1], embedding.embedding_dim
-    return embedding(token_ids) + sinusoidal_positional_encoding(L, d_model)  # (B, L, d_model)
-
-
 def _check_fixed_build_x(fn):
     """``fn(token_ids (B, L) long, embedding nn.Embedding(V, d_model)) -> x (B, L, d_model)``,
     ``x = embedding(token_ids) + PE`` with the sinusoidal PE of chapter 2."""
@@ -107,8 +94,8 @@ def _check_fixed_build_x(fn):
             raise Mistake(f"{what} 的 dtype 是 {out.dtype}；词嵌入加位置编码是小数，应该是浮点张量")
         with torch.no_grad():
             emb = embedding(token_ids)  # (B, L, d_model)
-            want = _build_x_reference(token_ids, embedding)
         pe = sinusoidal_positional_encoding(L, d_model)  # (L, d_model)
+        want = emb + pe  # (B, L, d_model)
         shape = tuple(out.shape)
         if shape == (B, L, 2 * d_model):
             raise Mistake(f"{what} 的形状是 {shape}，应为 {(B, L, d_model)}：你把位置编码拼接（cat）到了嵌入后面；"
@@ -121,19 +108,15 @@ def _check_fixed_build_x(fn):
         if torch.allclose(got, want, atol=1e-5):
             expect_gradients(out, {"embedding.weight": embedding.weight}, what)  # the embedding must stay trainable
             continue
-        if torch.allclose(got, emb, atol=1e-5):
-            raise Mistake(f"{what}：只有词嵌入，忘了加位置编码；没有位置编码，注意力分不清词的先后顺序")
-        if torch.allclose(got, pe.expand(B, L, d_model), atol=1e-5):
-            raise Mistake(f"{what}：只有位置编码，忘了词嵌入 embedding(token_ids)；这样每句话的 x 都一样")
-        if torch.allclose(got, emb * pe, atol=1e-5):
-            raise Mistake(f"{what}：把嵌入和位置编码相乘了；应该相加 x = embedding(token_ids) + PE")
-        if torch.allclose(got, emb * math.sqrt(d_model) + pe, atol=1e-4):
-            raise Mistake(f"{what}：嵌入乘了 √d_model。原论文确实这样做，但本课的 x 就是嵌入加位置编码，不缩放")
         pe_by_id = sinusoidal_positional_encoding(vocab, d_model)[token_ids]  # (B, L, d_model)
-        if torch.allclose(got, emb + pe_by_id, atol=1e-5):
-            raise Mistake(f"{what}：按 token id 取了位置编码；位置编码按位置 0, 1, ..., L-1 取，与词是什么无关")
-        if torch.allclose(got, emb + pe.view(L, d_model // 2, 2).flip(-1).reshape(L, d_model), atol=1e-5):
-            raise Mistake(f"{what}：位置编码里 sin 和 cos 放反了：偶数维 sin，奇数维 cos")
+        name_the_match(got, [
+            (emb, "只有词嵌入，忘了加位置编码；没有位置编码，注意力分不清词的先后顺序"),
+            (pe.expand(B, L, d_model), "只有位置编码，忘了词嵌入 embedding(token_ids)；这样每句话的 x 都一样"),
+            (emb * pe, "把嵌入和位置编码相乘了；应该相加 x = embedding(token_ids) + PE"),
+            (emb * math.sqrt(d_model) + pe, "嵌入乘了 √d_model。原论文确实这样做，但本课的 x 就是嵌入加位置编码，不缩放"),
+            (emb + pe_by_id, "按 token id 取了位置编码；位置编码按位置 0, 1, ..., L-1 取，与词是什么无关"),
+            (emb + pe.view(L, d_model // 2, 2).flip(-1).reshape(L, d_model), "位置编码里 sin 和 cos 放反了：偶数维 sin，奇数维 cos")],
+            prefix=f"{what}：", same=lambda a, b: torch.allclose(a, b, atol=1e-4))
         diff = (got - want).abs().max().item()
         raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）。提示：x = embedding(token_ids) + PE，"
                       "PE 的形状是 (L, d_model)，会沿 batch 维自动广播")
@@ -208,19 +191,17 @@ def check_pe_shift_matrix(fn):
             raise Mistake(f"{what} 的形状应该是 ({d_model}, {d_model})，实际是 {tuple(out.shape)}")
         got = out.detach().double()
         truth = shift_matrix(k, d_model)
-        if _close(got, truth, atol=1e-5):
+        if same(got, truth, atol=1e-5):
             continue
-        if _close(got, shift_matrix(k, d_model, sign=-1), atol=1e-5):
-            raise Mistake(f"{what}：这是往回挪 k 格的矩阵（PE[pos] @ M 得到 PE[pos − k]），也就是正确答案的转置："
-                          "要么 sin 的正负号放反了，要么按列向量 M @ PE[pos] 写了；本题用行向量 PE[pos] @ M，"
-                          "所以第 2i 行第 2i+1 列是 −sin(kω_i)，第 2i+1 行第 2i 列是 +sin(kω_i)")
-        if _close(got, shift_matrix(k, d_model, angle_scale=1.0), atol=1e-5):
-            raise Mistake(f"{what}：旋转的角度用了 k，忘了乘每一对维度自己的频率 ω_i = 1 / 10000^(2i/d_model)："
-                          "第 i 对维度转 k·ω_i")
-        if _close(got, shift_matrix(k, d_model, exponent="i"), atol=1e-5):
-            raise Mistake(f"{what}：频率的指数用了 i/d_model，应为 2i/d_model（i 是第几对维度）")
-        if _close(got, torch.eye(d_model, dtype=torch.float64)) and k:
-            raise Mistake(f"{what} 是单位矩阵：那样 PE[pos] @ M 还是 PE[pos]，没有挪动位置")
+        name_the_match(got, [
+            (shift_matrix(k, d_model, sign=-1), "这是往回挪 k 格的矩阵（PE[pos] @ M 得到 PE[pos − k]），也就是正确答案的转置："
+             "要么 sin 的正负号放反了，要么按列向量 M @ PE[pos] 写了；本题用行向量 PE[pos] @ M，"
+             "所以第 2i 行第 2i+1 列是 −sin(kω_i)，第 2i+1 行第 2i 列是 +sin(kω_i)"),
+            (shift_matrix(k, d_model, angle_scale=1.0), "旋转的角度用了 k，忘了乘每一对维度自己的频率 ω_i = 1 / 10000^(2i/d_model)："
+             "第 i 对维度转 k·ω_i"),
+            (shift_matrix(k, d_model, exponent="i"), "频率的指数用了 i/d_model，应为 2i/d_model（i 是第几对维度）"),
+            *[(torch.eye(d_model, dtype=torch.float64), "是单位矩阵：那样 PE[pos] @ M 还是 PE[pos]，没有挪动位置")][:k != 0]],
+            prefix=f"{what}：", same=lambda a, b: same(a, b, atol=1e-5))
         r, c = divmod(int((got - truth).abs().argmax()), d_model)
         raise Mistake(f"{what} 不对：第 {r} 行第 {c} 列（从 0 数）应为 {truth[r, c].item():.4g}，你的是 {got[r, c].item():.4g}"
                       + ("（对角线上每个 2×2 小块之外都应是 0）。" if r // 2 != c // 2 else "。")

@@ -1,6 +1,6 @@
 """Checkers for chapter 03, step 2: the three Linear projections.
 
-* 3.1 ``check_cross_projection_shapes``: predict Q', K', V' in cross-attention (L != S).
+* 3.1 ``check_gradient_reach``: which rows and columns of W_q.weight and which tokens of x one number of Q' uses.
 * 3.2 ``check_count_parameters_general``: parameters of a layer whose heads are d_k (queries, keys) and d_v
   (values) wide, d_k, d_v free.
 * 3.3 ``check_packed_head_k``: one head's K' straight from the packed (3·d_model, d_model) weight that
@@ -15,44 +15,55 @@ from mha.steps import project
 
 from .answers import as_int, expect_close, expect_tensor, name_the_match
 from .gradients import expect_gradients
-from .guard import LINEAR, PREDICT_SHAPES
-from .records import Exercise, predict_shapes
+from .guard import LINEAR
+from .records import Ask, Which, predict_which
 from .running import call
 from .verdicts import checker, Mistake
 
-__all__ = ["check_cross_projection_shapes", "check_count_parameters_general", "check_packed_head_k"]
+__all__ = ["check_gradient_reach", "check_count_parameters_general", "check_packed_head_k"]
 
 
-# ---------------------------------------------------------------- 3.1 (cross-attention: L != S)
-PROJECTION_KEYS = ("q", "k", "v")
+# ---------------------------------------------------------------- 3.1 (what one number of Q' is made of)
+AT = (1, 2, 4)  # Q'[sentence 1, token 2, feature 4] of a d_model = 6 layer, x (2, 3, 6)
 
 
-@torch.no_grad()
-def _projected_shapes(B, L, S, d_model, h):
-    """The shapes of W_q(Q), W_k(K), W_v(V) for Q (B, L, d_model) and K = V (B, S, d_model), by running them."""
+def gradient_reach(d_model: int = 6, at=AT) -> dict:
+    """Which rows and columns of ``W_q.weight`` and which tokens of ``x[at[0]]`` get a non-zero gradient from
+    ``loss = W_q(x)[at]``, by running autograd on the course's layer."""
     from mha.layer import MultiHeadAttention
-    layer = MultiHeadAttention(d_model, h)
-    return {"q": tuple(layer.W_q(torch.zeros(B, L, d_model)).shape), "k": tuple(layer.W_k(torch.zeros(B, S, d_model)).shape),
-            "v": tuple(layer.W_v(torch.zeros(B, S, d_model)).shape)}
+    layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, 3, d_model, requires_grad=True)
+    with torch.enable_grad():
+        g_w, g_x = torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x))  # (out, in), (B, L, d_model)
+
+    def nz(t):
+        return (t != 0).nonzero().flatten().tolist()
+    return {"weight_rows": nz(g_w.abs().sum(1)), "weight_cols": nz(g_w.abs().sum(0)), "x_tokens": nz(g_x[at[0]].abs().sum(-1))}
 
 
-def _projection_hint(key, value, want, B, L, S, d_model, h):
-    args = f"(B, L, S, d_model, n_heads) = {(B, L, S, d_model, h)}"
-    if key == "q" and value == (B, S, d_model):
-        return f"{args} 时 q 答成了 {value}：Q′ 来自 Query，长度是 L = {L}；S 是 Key/Value 那句话的长度"
-    if key in ("k", "v") and value == (B, L, d_model):
-        return (f"{args} 时 {key} 答成了 {value}：{key.upper()}′ 来自 {key.upper()} 那句话，长度是 S = {S}，"
-                f"不是 Query 的 L = {L}；Linear 只改最后一维，长度保持不变")
-    if len(value) == 4:
-        return f"{args} 时 {key} 答成了 {value}：这是分头之后的形状；投影本身不分头，仍是三维"
-    return f"{args} 时 {key} 应为 {want}，你答的是 {value}：Linear 只改最后一维（d_model → d_model）"
-
-
-check_cross_projection_shapes = predict_shapes(Exercise(  # fn(B, L, S, d_model, n_heads) -> {"q", "k", "v": shape}
-    "3.1", "ch03", "交叉注意力里三个投影之后的形状（L ≠ S）", "shape dict", right=_projected_shapes, wrongs=None,
-    hint=_projection_hint, cases=((2, 4, 6, 512, 8), (3, 5, 2, 12, 3), (1, 1, 7, 8, 2)),
-    forbids=PREDICT_SHAPES() + (LINEAR,), keys=PROJECTION_KEYS, label="返回值",
-    shortcut_hint="请从参数推出形状，不要真的运行投影"))
+_b, _t, _j = AT
+check_gradient_reach = predict_which(Which(
+    "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", gradient_reach, size=6,
+    setting=(f"`layer = mha.MultiHeadAttention(6, 2)`，x 的形状是 (2, 3, 6)（requires_grad=True），`q = layer.W_q(x)`，"
+             f"再 `q[{_b}, {_t}, {_j}].backward()`。位置、行、列都从 0 数。"),
+    range_why="：weight 是 (6, 6)，x 的每一句有 3 个 token",
+    asks={"weight_rows": Ask(
+        "`W_q.weight.grad` 的哪些行不是 0？", f"weight 是 (out, in)，输出特征 {_j} 只用第 {_j} 行。",
+        "weight 的形状是 (out, in)：Q′ 的第 j 个数用到哪一行？", (
+            ([_t], f"{_t} 是 token 的位置：weight 不分 token，每个 token 都乘同一个 weight；weight 是 (out, in)，"
+                   f"一行对应一个输出特征，Q′ 的第 {_j} 个数用的是第 {_j} 行"),
+            (list(range(6)), f"把 weight 当成了论文的 W^Q：nn.Linear 的 weight 是 (out, in)，W^Q = weight.T；"
+                             f"输出特征 {_j} 只用 weight 的第 {_j} 行（W^Q 的第 {_j} 列）"))),
+          "weight_cols": Ask(
+        "`W_q.weight.grad` 的哪些列不是 0？", f"Q′ 的一个数是这个 token 全部 6 个输入的加权和，第 {_j} 行的每一列都用上了。",
+        "Q′ 的一个数是这个 token 的哪些输入特征的加权和？", (
+            ([_j], f"以为 Q′ 的第 {_j} 个数只来自 x 的第 {_j} 维：它是这个 token 全部 d_model 个输入的加权和，"
+                   f"weight 第 {_j} 行的每一列都用上了"),
+            ([_t], f"{_t} 是 token 的位置：weight 的列对应输入特征，不对应 token"))),
+          "x_tokens": Ask(
+        f"`x.grad[{_b}]` 里哪些 token（行）不是 0？", f"投影逐 token 计算：只有 token {_t} 影响 Q′ 的第 {_t} 行。",
+        "投影会在 token 之间交换信息吗？", (
+            ([0, 1, 2], f"Linear 逐 token 计算，token 之间不交换信息：Q′ 的第 {_t} 行只由 x 的第 {_t} 个 token 算出"),
+            ([], f"Q′[{_b}, {_t}, {_j}] 正是 token {_t} 算出来的，它的梯度会传回 token {_t}")), size=3)}))
 
 
 # ---------------------------------------------------------------- 3.2 (d_k and d_v free)
@@ -74,23 +85,18 @@ def check_count_parameters_general(fn):
             want = _general_count(d, h, d_k, d_v, bias)
             if got == want:
                 continue
-            args = f"(d_model, n_heads, d_k, d_v, bias) = {(d, h, d_k, d_v, bias)}"
-            b = 1 if bias else 0
-            if got == 4 * (d * d + b * d):
-                raise Mistake(f"{args} 时你答 {got}：这是 d_k = d_v = d_model / n_heads 时的答案；这里每个头的宽度是给定的 "
-                              f"d_k = {d_k}、d_v = {d_v}，四个 Linear 不再都是 d_model × d_model。应为 {want}")
-            if got == 3 * (d * h * d_k + b * h * d_k) + h * d_k * d + b * d:
-                raise Mistake(f"{args} 时你答 {got}：把 W_v 和 W_o 也按 d_k 算了；值的宽度是 d_v，W_v 输出 h·d_v 维，W_o 输入 h·d_v 维")
-            if got == _general_count(d, h, d_k, d_v, bias) - h * d_v * d - b * d:
-                raise Mistake(f"{args} 时你答 {got}：忘了 W_o（h·d_v → d_model）")
-            if got == _general_count(d, 1, d_k, d_v, bias):
-                raise Mistake(f"{args} 时你答 {got}：只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维")
-            if bias and got == _general_count(d, h, d_k, d_v, False):
-                raise Mistake(f"{args} 时你答 {got}：bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数")
-            if not bias and got == _general_count(d, h, d_k, d_v, True):
-                raise Mistake(f"{args} 时你答 {got}：把偏置也数进去了；bias=False 时四个 Linear 都没有偏置，只数权重。应为 {want}")
-            if bias and got == _general_count(d, h, d_k, d_v, False) + h * d_k * 2 + h * d_v + h * d_v:
-                raise Mistake(f"{args} 时你答 {got}：W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")
+            args, b, count = f"(d_model, n_heads, d_k, d_v, bias) = {(d, h, d_k, d_v, bias)}", int(bias), _general_count
+            name_the_match(got, [
+                (4 * (d * d + b * d), f"这是 d_k = d_v = d_model / n_heads 时的答案；这里每个头的宽度是给定的 d_k = {d_k}、"
+                                      f"d_v = {d_v}，四个 Linear 不再都是 d_model × d_model。应为 {want}"),
+                (3 * (d * h * d_k + b * h * d_k) + h * d_k * d + b * d, "把 W_v 和 W_o 也按 d_k 算了；值的宽度是 d_v，"
+                                                                        "W_v 输出 h·d_v 维，W_o 输入 h·d_v 维"),
+                (want - h * d_v * d - b * d, "忘了 W_o（h·d_v → d_model）"),
+                (count(d, 1, d_k, d_v, bias), "只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维"),
+                (count(d, h, d_k, d_v, False) if bias else None, "bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数"),
+                (None if bias else count(d, h, d_k, d_v, True), f"把偏置也数进去了；bias=False 时四个 Linear 都没有偏置，只数权重。应为 {want}"),
+                (count(d, h, d_k, d_v, False) + 2 * h * d_k + 2 * h * d_v if bias else None,
+                 "W_o 的偏置有 d_model 个（它的输出维数），不是 h·d_v 个")], prefix=f"{args} 时你答 {got}：", same=lambda a, b: a == b)
             raise Mistake(f"{args} 时你答 {got}，应为 {want}：每个 nn.Linear(in, out) 有 in·out 个权重"
                           f"{'和 out 个偏置' if bias else ''}")
 

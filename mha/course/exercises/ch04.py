@@ -1,6 +1,6 @@
 """Checkers for chapter 04, step 3: split heads.
 
-* 4.1 ``check_split_shape``: predict the shape after the split.
+* 4.1 ``check_heads_that_move``: which heads and tokens change when one number of x, or of Q', changes.
 * 4.2 ``check_split_bug_repair``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape
   on which it is right anyway, then rescue the right heads from the buggy result alone.
 * 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
@@ -10,49 +10,66 @@ The answer keys come from :func:`mha.split_heads` itself.
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from mha.steps import split_heads
-from .answers import as_shape, expect_close, part, same
-from .records import Bug, check_repair, Exercise, predict_shape, Wrong
+from .answers import as_shape, expect_close, part
+from .records import Ask, Bug, check_repair, Which, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
-__all__ = ["check_split_shape", "check_split_bug_repair", "check_packed_from_heads"]
+__all__ = ["check_heads_that_move", "check_split_bug_repair", "check_packed_from_heads"]
 
 
-_same = functools.partial(same, atol=1e-6, rtol=1e-5)
+# ---------------------------------------------------------------- 4.1 (which heads and tokens one changed number reaches)
+X_AT, Q_AT = (0, 2, 5), (0, 2, 9)  # x[0, 2, 5] and Q'[0, 2, 9] of a d_model = 12, n_heads = 3 layer (d_k = 4)
 
 
-# ---------------------------------------------------------------- 4.1
-SHAPE_CASES = [(2, 4, 512, 8), (3, 5, 6, 2), (1, 7, 12, 3), (4, 2, 64, 16)]  # (B, L, d_model, n_heads)
+def heads_that_move(d_model: int = 12, h: int = 3) -> dict:
+    """Add 1 to ``x[X_AT]`` (before W_q) or to ``Q'[Q_AT]`` (after it); which heads of token 2 and which tokens of
+    head 0 (sentence 0) change, by running W_q and :func:`mha.split_heads`."""
+    from mha.layer import MultiHeadAttention
+    layer, x = MultiHeadAttention(d_model, h), torch.randn(2, 3, d_model)
+    with torch.no_grad():
+        q = layer.W_q(x)  # (B, L, d_model)
+        x2, q2 = x.clone(), q.clone()
+        x2[X_AT] += 1.0
+        q2[Q_AT] += 1.0
+        base, from_x, from_q = (split_heads(t, h)[0] for t in (q, layer.W_q(x2), q2))  # (h, L, d_k)
+
+    def nz(moved):
+        return moved.nonzero().flatten().tolist()
+    dx, dq = (from_x - base).abs() > 1e-6, (from_q - base).abs() > 1e-6  # (h, L, d_k)
+    return {"from_x": nz(dx[:, 2].any(-1)), "tokens": nz(dx[0].any(-1)), "from_q": nz(dq[:, 2].any(-1))}
 
 
-def _split_wrongs(B, L, d_model, h):
-    d_k = d_model // h
-    want = (B, h, L, d_k)
-    return [Wrong("view without transpose", ((B, L, h, d_k),), "这是只做了 view、还没 transpose 的形状；"
-                  f"分头后 head 轴要排在 token 轴前面，应为 (B, h, L, d_k) = {want}"),
-            Wrong("whole d_model per head", ((B, h, L, d_model),),
-                  f"每个头只分到 d_k = d_model / h = {d_k} 个数，不是整条 d_model；应为 {want}"),
-            Wrong("h and d_k swapped", ((B, d_k, L, h), (B, L, d_k, h)),
-                  f"把 h 和 d_k 的位置弄反了（h = {h} 个头，每头 d_k = {d_k} 维）；应为 {want}"),
-            Wrong("last two axes swapped", ((B, h, d_k, L),), f"最后两维反了，每个头是 (L, d_k) 的一段序列；应为 {want}"),
-            Wrong("no batch axis", ((h, L, d_k),), f"漏掉了 batch 维 B；应为 {want}")]
-
-
-check_split_shape = predict_shape(Exercise(
-    "4.1", "ch04", "预测分头之后的形状", "shape function",
-    right=lambda B, L, d_model, h: tuple(split_heads(torch.zeros(B, L, d_model), h).shape),  # (B, h, L, d_k)
-    wrongs=_split_wrongs,
-    hint=lambda B, L, d_model, h, got: (f"(B, L, d_model, n_heads) = {(B, L, d_model, h)} 时你答 {got}，"
-                                        f"应为 (B, h, L, d_k) = {(B, h, L, d_model // h)}"),
-    cases=tuple(SHAPE_CASES),
-    say=lambda B, L, d_model, h, got: f"(B, L, d_model, n_heads) = {(B, L, d_model, h)} 时你答 {got}："))
+check_heads_that_move = predict_which(Which(
+    "4.1", "ch04", "改一个数，哪些头、哪些 token 会变", heads_that_move, size=3,
+    setting="`layer = mha.MultiHeadAttention(12, 3)`（d_k = 4），x 的形状是 (2, 3, 12)，"
+            "`heads = mha.split_heads(layer.W_q(x), 3)`，形状 (2, 3, 3, 4)。只看第 0 句。",
+    range_why="：n_heads = 3，每句 L = 3 个 token",
+    asks={"from_x": Ask(
+        "给 `x[0, 2, 5]` 加 1：token 2 的哪些头（代码下标）会变？",
+        "每个头的 d_k 个数都是 x 全部 12 个特征学出来的混合，改一个特征，3 个头都会变。",
+        "头 i 的 d_k 个数切自 Q′；Q′ 的每个数用到了 x 的哪些特征？", (
+            ([1], "以为每个头只看 x 自己的那一段特征（5 // d_k = 1）：分头切的是投影之后的 Q′，而 Q′ 的每个数都是 x 全部 "
+                  "d_model 个特征学出来的混合；改 x 的一个特征，每个头都会变"),
+            ([2], "以为每个头只看 x 的一部分特征：分头切的是投影之后的 Q′，Q′ 的每个数都混合了 x 的全部特征；"
+                  "改 x 的一个特征，每个头都会变"))),
+          "tokens": Ask(
+        "给 `x[0, 2, 5]` 加 1：头 0 里哪些 token 会变？", "投影和分头都逐 token 计算，只有 token 2 会变。",
+        "投影和分头会在 token 之间交换信息吗？", (
+            ([0, 1, 2], "投影和分头都逐 token 计算：改 token 2 的输入，只有 token 2 的那一行会变"
+                        "（token 之间交换信息要到下一步的注意力）"),
+            ([], "头 0 的 d_k 个数也混合了 x 的全部特征，包括被改的第 5 维，所以 token 2 会变"))),
+          "from_q": Ask(
+        "不动 x，直接给 Q′ 的 `q[0, 2, 9]` 加 1 再分头：token 2 的哪些头会变？", "分头只搬数：Q′ 的第 9 个数进了头 9 // 4 = 2。",
+        "代码下标为 i 的头拿 Q′ 的第 i·d_k 到 (i+1)·d_k − 1 个数；这里 d_k = 4", (
+            ([0, 1, 2], "分头只搬数、不做计算：Q′ 的一个数只进一个头（头 9 // d_k = 2）"),
+            ([0], "把 Q′ 当成了轮流发给各个头（9 % 3 = 0）：一个头拿的是连续的一段，"
+                  "代码下标为 i 的头拿第 i·d_k 到 (i+1)·d_k − 1 个数")))}))
 
 
 # ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)
@@ -62,13 +79,15 @@ def split_heads_buggy(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return x.reshape(B, n_heads, L, d_model // n_heads)
 
 
-def _bug_answer(answer, second: str) -> None:
-    """The answer is a dict with ``"right_anyway"`` and ``second``; ``"right_anyway"`` is a shape with
-    n_heads >= 2 on which :func:`split_heads_buggy` gives the right heads."""
+@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose，再把算错的头救回来")
+def check_split_bug_repair(answer):
+    """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
+    :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
+    split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway", second} <= set(answer):
-        raise Mistake(f'答案应该是字典 {{"right_anyway": (B, L, d_model, n_heads), "{second}": 函数}}，'
+    if not isinstance(answer, dict) or not {"right_anyway", "repair"} <= set(answer):
+        raise Mistake('答案应该是字典 {"right_anyway": (B, L, d_model, n_heads), "repair": 函数}，'
                       f"却收到了 {type(answer).__name__}" + ("（缺少键）" if isinstance(answer, dict) else ""))
     shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
     if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
@@ -82,21 +101,14 @@ def _bug_answer(answer, second: str) -> None:
     if not torch.equal(split_heads_buggy(x, n_heads), split_heads(x, n_heads)):
         raise Mistake(f'answer["right_anyway"] = {shape}：在这个形状上 split_heads_buggy 是错的。想一想 reshape 按内存顺序'
                       "依次填满 (h, L, d_k)：什么时候“先填第 1 个头的所有 token”和“每个 token 先切成 h 段”是同一回事？")
+    repair = part(answer["repair"], 'answer["repair"]')
+    check_repair(lambda wrong, h: call(repair, wrong, h, what='answer["repair"]'), map(_split_bug, REPAIR_CASES))
 
 
-# ---------------------------------------------------------------- 4.3 (the reverse: h small Linears -> one)
-MERGE_CASES = [(6, 2, 3), (8, 3, 2), (4, 2, 5), (10, 1, 4)]  # (d_model, n_heads, d_k): d_k need not be d_model / h
+REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L != h != d_k, L > 1
 
 
-def _smalls(d_model: int, n_heads: int, d_k: int) -> list:
-    smalls = [nn.Linear(d_model, d_k) for _ in range(n_heads)]
-    with torch.no_grad():
-        for s in smalls:
-            s.weight.normal_()
-            s.bias.normal_()
-    return smalls
-
-
+# ---------------------------------------------------------------- 4.3 (lecture 003's qnet/knet/vnet per head -> one packed Linear)
 def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name: str, rows: str):
     """The Linear that stacks ``n_small`` small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
     if not isinstance(lin, nn.Linear):
@@ -112,20 +124,6 @@ def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name:
     if not W.requires_grad:
         raise Mistake(f"{name} 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
     return W, b
-
-
-# ---------------------------------------------------------------- 4.2 (reworked): the bug's shape, and the rescue
-REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L != h != d_k, L > 1
-
-
-@checker("ch04", "4.2", "找 bug：split_heads 少了 transpose，再把算错的头救回来")
-def check_split_bug_repair(answer):
-    """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
-    :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
-    split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
-    _bug_answer(answer, "repair")
-    repair = part(answer["repair"], 'answer["repair"]')
-    check_repair(lambda wrong, h: call(repair, wrong, h, what='answer["repair"]'), map(_split_bug, REPAIR_CASES))
 
 
 def _split_bug(case) -> Bug:
@@ -144,13 +142,17 @@ def _split_bug(case) -> Bug:
         hint="wrong 的数在内存里还是 x 的顺序：把它 view 成 (B, L, h, d_k)，再 transpose(1, 2)", args=(h,))
 
 
-# ---------------------------------------------------------------- 4.3 (reworked): lecture 003's qnet/knet/vnet per head -> one packed Linear
 PACKED_CASES = [(6, 2, 3), (8, 3, 2), (4, 2, 5), (10, 1, 4)]  # (d_model, n_heads, d_k): d_k need not be d_model / h
 ROLES = ("Q", "K", "V")
 
 
 def _triples(d_model: int, n_heads: int, d_k: int) -> list:
-    return [tuple(_smalls(d_model, 3, d_k)) for _ in range(n_heads)]  # [(q_lin, k_lin, v_lin)] per head
+    """[(q_lin, k_lin, v_lin)] per head, with weights and biases far from nn.Linear's small initial ones."""
+    triples = [tuple(nn.Linear(d_model, d_k) for _ in range(3)) for _ in range(n_heads)]
+    with torch.no_grad():
+        for lin in (lin for t in triples for lin in t):
+            lin.weight.normal_(), lin.bias.normal_()
+    return triples
 
 
 @checker("ch04", "4.3", "讲义 003 的每个头三个 Linear → 一个打包的大 Linear")

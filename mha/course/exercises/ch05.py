@@ -1,6 +1,7 @@
 """Checkers for chapter 05, 步骤 4：并行 Attention.
 
-* 5.1 predict the shape of the scores ``Q K^T / sqrt(d_k)`` when L != S;
+* 5.1 ``check_rows_that_move``: which output rows of causal attention change when a query, a key's mask or a
+  value changes;
 * 5.2 predict the variance of a dot product when q has variance 4, after the usual scale, and the divisor that
   brings it to 1;
 * 5.3 ``check_attention_weights``: attention with a mask that returns ``(output, weights)``, for d_v != d_k and
@@ -15,46 +16,66 @@ import torch
 
 from mha.masks import causal_mask
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
-from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor
+from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
-from .records import Exercise, Wrong, predict_shape
+from .records import Ask, Which, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone, short_repr
 
-__all__ = ["check_scores_shape", "check_dot_product_variance_scaled",
+__all__ = ["check_rows_that_move", "check_dot_product_variance_scaled",
            "check_attention_weights"]
 
 
-# ---------------------------------------------------------------- 5.1
-SCORES_CASE = dict(B=3, n_heads=4, L=5, S=7, d_model=64)  # d_k = 16
+# ---------------------------------------------------------------- 5.1 (which output rows change: causal self-attention)
+ROWS_L, Q_TOKEN, HIDDEN_KEY, V_TOKEN = 5, 3, 1, 4
 
 
-def _scores_wrongs(B, h, L, S, d_k) -> list:
-    """5.1's typical wrong shapes, each with why it is wrong; the self-check offers the first four."""
-    return [
-        Wrong("each head's output", ((B, h, L, d_k),), "是 weights @ V 之后每个头输出的形状 (B, h, L, d_k)；"
-                                                     "scores 的最后一维数的是 key 有几个（S），d_k 在 Q Kᵀ 里被求和消掉了"),
-        Wrong("L and S swapped", ((B, h, S, L),), "把 L 和 S 放反了：scores 的一行属于一个 query，一列属于一个 key，所以是 (B, h, L, S)"),
-        Wrong("square", ((B, h, L, L), (B, h, S, S)), f"是一个方阵，但这里 query 有 L={L} 个、key 有 S={S} 个，"
-                                                       "scores 不一定是方阵（交叉注意力里 L ≠ S）"),
-        Wrong("no head axis", ((B, L, S), (B, S, L)), "少了头这一维：每个头都有自己的一张分数表"),
-        Wrong("axes out of order", ((B, L, h, S), (h, B, L, S)), "的轴顺序不对：分头之后头的轴紧跟在 batch 后面，(B, h, ...)"),
-        Wrong("K^T Q", ((B, h, d_k, d_k),), "是 Kᵀ Q 那一类的形状；Q Kᵀ 是 (L, d_k) @ (d_k, S)，被消掉的是 d_k"),
-    ]
+def rows_that_move(L: int = ROWS_L, d: int = 4) -> dict:
+    """Output rows of ``mha.attention(q, k, v, causal_mask(L))`` (one sentence, one head) that change when query
+    ``Q_TOKEN`` is replaced, when key ``HIDDEN_KEY`` is hidden too, or when value ``V_TOKEN`` is replaced."""
+    q, k, v = (torch.randn(1, 1, L, d) for _ in range(3))
+    keep = causal_mask(L)  # (L, L), True = may attend
+    q2, v2, hide = q.clone(), v.clone(), keep.clone()
+    q2[..., Q_TOKEN, :], v2[..., V_TOKEN, :] = torch.randn(d), torch.randn(d)
+    hide[:, HIDDEN_KEY] = False
+    with torch.no_grad():
+        base = attention(q, k, v, keep)[0]
+
+        def moved(q=q, v=v, keep=keep):
+            return ((attention(q, k, v, keep)[0] - base).abs() > 1e-6)[0, 0].any(-1).nonzero().flatten().tolist()
+        return {"change_q": moved(q=q2), "mask_key": moved(keep=hide), "change_v": moved(v=v2)}
 
 
-check_scores_shape = predict_shape(Exercise(
-    "5.1", "ch05", "预测 scores 的形状", "shape",
-    right=lambda B, h, L, S, d_k: tuple(attention_scores(torch.zeros(B, h, L, d_k), torch.zeros(B, h, S, d_k)).shape),
-    wrongs=_scores_wrongs,
-    hint=lambda B, h, L, S, d_k, got: (f"{got} 不对。提示：每个头里 Q 是 (L, d_k)，Kᵀ 是 (d_k, S)，"
-                                       f"再带上前面的 (B, h) 两维；这里 B={B}, h={h}, L={L}, S={S}, d_k={d_k}"),
-    cases=((SCORES_CASE["B"], SCORES_CASE["n_heads"], SCORES_CASE["L"], SCORES_CASE["S"],
-            SCORES_CASE["d_model"] // SCORES_CASE["n_heads"]),)))
+_ALL = list(range(ROWS_L))
+check_rows_that_move = predict_which(Which(
+    "5.1", "ch05", "因果注意力里改一处，哪些输出行会变", rows_that_move, size=ROWS_L,
+    setting=f"一句话、一个头的因果自注意力 `mha.attention(q, k, v, mha.causal_mask({ROWS_L}))`，L = {ROWS_L}，"
+            "query t 只看 key 0..t（位置从 0 数）。",
+    range_why=f"：L = {ROWS_L}，输出有 {ROWS_L} 行",
+    asks={"change_q": Ask(
+        f"把 query {Q_TOKEN} 换成别的向量（k、v 和掩码不变），哪些输出行会变？", f"query {Q_TOKEN} 只决定 scores 的第 {Q_TOKEN} 行。",
+        "scores 的第 t 行只用到哪个 query？", (
+            (_ALL, f"query {Q_TOKEN} 只出现在 scores 的第 {Q_TOKEN} 行：别的行的分数用的是它们自己的 query，它们的权重和输出都不变"),
+            (_ALL[Q_TOKEN:], f"把 query 当成了 key：后面的 query 看到的是 key 和 value，换掉 query {Q_TOKEN} 只改第 {Q_TOKEN} 行"))),
+          "mask_key": Ask(
+        f"在因果掩码之外再挡住 key {HIDDEN_KEY}（`keep[:, {HIDDEN_KEY}] = False`），哪些输出行会变？",
+        f"query t 看 key 0..t：第 {HIDDEN_KEY} 行及以后原本都给 key {HIDDEN_KEY} 分了权重，现在要重新分配。",
+        f"哪些 query 原本看得到 key {HIDDEN_KEY}？", (
+            ([HIDDEN_KEY], f"挡住 key {HIDDEN_KEY} 改的是 scores 的第 {HIDDEN_KEY} 列：每个原本看得到它的 query"
+                           f"（第 {HIDDEN_KEY} 行及以后）的权重都要重新分配"),
+            (_ALL, f"因果掩码下 query t 只看 key 0..t：query 0 本来就看不到 key {HIDDEN_KEY}，不受影响"),
+            (_ALL[:HIDDEN_KEY + 1], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的），"
+                                    f"看得到 key {HIDDEN_KEY} 的是它自己和后面的 query"))),
+          "change_v": Ask(
+        f"只把 value {V_TOKEN} 换成别的向量，哪些输出行会变？", f"只有 query {V_TOKEN} 看得到 key {V_TOKEN}（它是最后一个）。",
+        f"哪些 query 给 value {V_TOKEN} 的权重不是 0？", (
+            (_ALL, f"因果掩码下只有 query {V_TOKEN} 及以后看得到 key {V_TOKEN}；别的行给它的权重是 0"),
+            ([], f"query {V_TOKEN} 给 value {V_TOKEN} 的权重不是 0，这一行的加权和会变"),
+            (_ALL[:V_TOKEN], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")))}))
 
 
-# ---------------------------------------------------------------- 5.2
+# ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
 VARIANCE_D_K = 256
 
 # How close a variance must be to the theory (256, 1). The prompt asks for the exact values, and
@@ -64,13 +85,6 @@ VARIANCE_D_K = 256
 # within 5 % with probability above 99.9 %. Numbers 6 % or more off, like (240, 0.9), are a rough
 # guess or a tiny experiment, not the variance: they fail with a message saying they are close.
 VARIANCE_RTOL = 0.05
-
-
-def _near(x: float, want: float, rtol: float) -> bool:
-    return abs(x - want) <= rtol * abs(want)
-
-
-# ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
 SCALED_QUESTION = {"d_k": 64, "var_q": 4.0, "var_k": 1.0}
 
 
@@ -89,40 +103,29 @@ def check_dot_product_variance_scaled(answer):
     d, vq, vk = q["d_k"], q["var_q"], q["var_k"]
     want_raw = d * vq * vk  # Var(Σ q_j k_j) = Σ Var(q_j) Var(k_j)
     want_scaled, want_div = want_raw / d, math.sqrt(want_raw)
-    if not _near(raw, want_raw, VARIANCE_RTOL):
-        if _near(raw, d, 0.05):
-            raise Mistake(f"缩放前填了 {raw:g} = d_k：那是各分量方差都为 1 时的答案；这里 q 的分量方差是 {vq:g}，"
-                          f"每一项 q_j k_j 的方差是 Var(q_j)·Var(k_j) = {vq * vk:g}")
-        if _near(raw, d * math.sqrt(vq), 0.05):
-            raise Mistake(f"缩放前填了 {raw:g}：用了 q 的标准差 {math.sqrt(vq):g}；每一项的方差是方差之积 Var(q_j)·Var(k_j)")
-        raise Mistake(f"缩放前的方差 {raw:g} 不对。提示：q·k = Σ q_j k_j，{d} 个独立项，每一项的方差是 Var(q_j)·Var(k_j)")
-    if not _near(scaled, want_scaled, VARIANCE_RTOL):
-        if _near(scaled, 1.0, 0.05):
-            raise Mistake(f"除以 √d_k 之后的方差不是 1：√d_k 只除掉了项数 d_k 带来的增长，分量本身的方差 {vq * vk:g} 还在")
-        raise Mistake(f"除以 √d_k 之后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}")
-    if not _near(divisor, want_div, VARIANCE_RTOL):
-        if _near(divisor, want_raw, 0.05):
-            raise Mistake(f"要除的数填了 {divisor:g}：那是方差本身；除以 c 时方差除以 c²，所以 c 是方差的平方根")
-        if _near(divisor, math.sqrt(d), 0.05):
-            raise Mistake(f"要除的数填了 √d_k = {divisor:g}：那只够让方差为 1 的输入回到 1；这里还要除掉 √({vq * vk:g})")
-        raise Mistake(f"要除的数 {divisor:g} 不对。提示：让 Var(q·k / c) = Var(q·k) / c² 等于 1")
+    near = lambda x, want: abs(x - want) <= VARIANCE_RTOL * abs(want)  # noqa: E731
+    for got, want, what, named in [
+        (raw, want_raw, f"缩放前的方差 {raw:g} 不对。提示：q·k = Σ q_j k_j，{d} 个独立项，每一项的方差是 Var(q_j)·Var(k_j)", [
+            (d, f"缩放前填了 {raw:g} = d_k：那是各分量方差都为 1 时的答案；这里 q 的分量方差是 {vq:g}，"
+                f"每一项 q_j k_j 的方差是 Var(q_j)·Var(k_j) = {vq * vk:g}"),
+            (d * math.sqrt(vq), f"缩放前填了 {raw:g}：用了 q 的标准差 {math.sqrt(vq):g}；每一项的方差是方差之积 Var(q_j)·Var(k_j)")]),
+        (scaled, want_scaled, f"除以 √d_k 之后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}", [
+            (1.0, f"除以 √d_k 之后的方差不是 1：√d_k 只除掉了项数 d_k 带来的增长，分量本身的方差 {vq * vk:g} 还在")]),
+        (divisor, want_div, f"要除的数 {divisor:g} 不对。提示：让 Var(q·k / c) = Var(q·k) / c² 等于 1", [
+            (want_raw, f"要除的数填了 {divisor:g}：那是方差本身；除以 c 时方差除以 c²，所以 c 是方差的平方根"),
+            (math.sqrt(d), f"要除的数填了 √d_k = {divisor:g}：那只够让方差为 1 的输入回到 1；这里还要除掉 √({vq * vk:g})")])]:
+        if not near(got, want):
+            name_the_match(got, named, same=near)
+            raise Mistake(what)
 
 
-# ---------------------------------------------------------------- 5.3
-
-
+# ---------------------------------------------------------------- 5.3 (d_v != d_k, weights too, 0/1 masks)
 def _matches(out, candidate) -> bool:
     """Same shape and values as ``candidate`` (float32 or float64 answers alike; NaN matches NaN)."""
     return (is_plain_tensor(out) and out.is_floating_point() and out.shape == candidate.shape
             and torch.allclose(out.detach().double(), candidate.detach().double(), atol=1e-4, rtol=1e-3, equal_nan=True))
 
 
-def _run(fn, q, k, v, mask):
-    """Run the student's attention: no shortcut, no input changed in place, a result."""
-    return call(fn, q, k, v, mask, what="你的 attention 函数", forbid=(SDPA, torch_mha(), attention, fused_attention, masked_softmax, attention_scores))
-
-
-# ---------------------------------------------------------------- 5.3 (reworked): d_v != d_k, weights too, 0/1 masks
 # (B, h, L, S, d_k, d_v): L != S, d_k != d_v, and sqrt(d_k) != sqrt(d_v), so every width has to be read
 # from the right tensor. The second shape changes every size, so nothing may be hard-coded.
 WEIGHTS_SHAPES = [(2, 3, 4, 6, 5, 7), (3, 2, 3, 5, 8, 2)]

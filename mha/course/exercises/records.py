@@ -181,3 +181,110 @@ def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, h
     want_grads = torch.autograd.grad((want * g).sum(), want_wrt)
     for name, a, b in zip(got_wrt, got_grads, want_grads):
         expect_close(a, b, f"{what}对 {name} 的梯度", hint=hint, **tol)
+
+
+# ---------------------------------------------------------------- which positions change (a reasoning family)
+def as_index_list(value, what: str) -> list[int]:
+    """A list of position numbers: list/tuple/set/range, a 1-d integer tensor or array; each item via as_int."""
+    import numpy as np
+    import torch
+
+    from .answers import MAX_DIMS, as_int, plain
+    if isinstance(value, torch.Tensor):
+        value = plain(value).detach()
+    n = value.numel() if isinstance(value, torch.Tensor) else len(value) if hasattr(value, "__len__") else 0
+    if n > MAX_DIMS:  # checked before looking at every item: a million numbers are no list of positions
+        raise Mistake(f"{what} 有 {n} 项，太多了：这里的位置只有几个，例如 [0, 3]")
+    if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bool:
+            raise Mistake(f"{what} 是布尔张量（每个位置变没变）；要的是发生变化的位置编号列表，"
+                          "可以用 .nonzero().flatten().tolist()")
+        if value.dim() > 1:
+            raise Mistake(f"{what} 应该是位置编号的列表，却是形状 {tuple(value.shape)} 的张量")
+        value = value.reshape(-1).tolist()
+    elif isinstance(value, np.ndarray) and value.ndim <= 1:
+        value = value.reshape(-1).tolist()
+    if isinstance(value, (range, tuple, set, frozenset)):
+        value = list(value)
+    if not isinstance(value, list):
+        raise Mistake(f"{what} 应该是位置编号的列表，例如 [0, 3]，却是 {type(value).__name__}")
+    return [as_int(p, f"{what} 里的位置编号") for p in value]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One question of a :class:`Which` exercise: the self-check's ``question``, why the right answer is right,
+    the verdict's ``hint`` when no typical mistake names the answer, the typical wrong answers ``((positions,
+    why), ...)`` and how many positions there are (``size``, the exercise's when None)."""
+    question: str
+    right_why: str
+    hint: str
+    wrongs: tuple
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class Which:
+    """An exercise that asks which positions (output rows, heads, tokens, weight rows ...) something changes.
+
+    The answer is ``{key: [positions]}``, one list per :class:`Ask` (key ``""``: the list itself). ``right()``
+    computes ``{key: list}`` by running the course package; the checker names the typical wrong answers with their
+    why, the self-check asks ``setting + question`` with the same options. ``ordered``: the order matters."""
+    id: str
+    chapter: str
+    title: str
+    right: Callable  # () -> {key: [positions]}
+    asks: dict  # key -> Ask
+    size: int = 0
+    setting: str = ""  # what the self-check's questions share
+    range_why: str = ""  # said when a position is out of range
+    ordered: bool = False
+    kind: str = "positions"
+
+    @property
+    def keys(self) -> tuple:
+        return tuple(self.asks)
+
+
+def _positions(answer, ex: Which) -> dict:
+    from .answers import part
+    if ex.ordered and isinstance(answer, (set, frozenset)):
+        raise Mistake("你的答案是一个集合，集合没有顺序；这里每一项的位置有意义，写成列表 [...]")
+    if ex.keys == ("",):
+        return {"": as_index_list(part(answer, "你的答案"), "你的答案")}
+    if not isinstance(answer, dict):
+        keys = ", ".join(f'"{k}": [...]' for k in ex.keys)
+        raise Mistake(f"答案应该是字典 {{{keys}}}，却收到了 {type(answer).__name__}")
+    missing = [k for k in ex.keys if k not in answer]
+    if missing:
+        raise Mistake(f"字典里缺少键 {missing}；需要 {'、'.join(repr(k) for k in ex.keys)} 这 {len(ex.keys)} 个键")
+    got = {k: as_index_list(part(answer[k], f'answer["{k}"]'), f'answer["{k}"]') for k in ex.keys}
+    return got if ex.ordered else {k: sorted(set(v)) for k, v in got.items()}
+
+
+def predict_which(ex: Which):
+    """The checker of a :class:`Which` exercise: each key's list is compared with the truth, a typical wrong
+    answer is named with its why, a 1-based answer and a position out of range are said as such."""
+    RECORDS[ex.id] = ex
+
+    @checker(ex.chapter, ex.id, ex.title)
+    def check(answer):
+        if is_stub(answer):
+            raise NotDone()
+        got, truth = _positions(answer, ex), ex.right()
+        for key, ask in ex.asks.items():
+            g, t, n = got[key], truth[key], ask.size or ex.size
+            name = f'answer["{key}"] = {g}' if key else f"你的答案 {g}"
+            if g == t:
+                continue
+            if g == [p + 1 for p in t]:
+                raise Mistake(f"{name}：位置编号从 0 开始数（0 到 {n - 1}），你的答案像是从 1 开始数的")
+            for wrong, why in ask.wrongs:
+                if g == list(wrong):
+                    raise Mistake(f"{name}：{why}")
+            if ex.ordered and len(g) != n:
+                raise Mistake(f"{name} 有 {len(g)} 个数：要写 {n} 个，每一行一个")
+            if any(p < 0 or p >= n for p in g):
+                raise Mistake(f"{name} 超出了范围：只有 {n} 个（0 到 {n - 1}）{ex.range_why}")
+            raise Mistake(f"{name} 不对。提示：{ask.hint}")
+    return check
