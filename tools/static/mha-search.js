@@ -63,14 +63,17 @@
   }
 
   // A page whose title holds a word of the query (Q、K、V, 分头, 多头注意力) comes first, in order.
-  // Then, for a Chinese term of 3 or more characters, the pages that write it before those that do
-  // not (Pagefind cuts 自注意力 into 自 + 注意力 and ranked a page that never says 自注意力 first).
+  // Then, for a Chinese term of 3 or more characters, the pages with a section headed by it, then
+  // the pages that write it, then the rest (Pagefind cuts 自注意力 into 自 + 注意力 and ranked a
+  // page that never says 自注意力 first).
   const PHRASE = /^[\u3400-\u9fff]{3,}$/;
   function titleFirst(data, terms) {
     const long = terms.filter(t => t.length >= 2).map(t => t.toLowerCase());
     const phrases = terms.filter(t => PHRASE.test(t));
     const hits = d => long.filter(t => ((d.meta && d.meta.title) || "").toLowerCase().includes(t)).length;
-    const said = d => phrases.filter(t => (d.content || "").includes(t)).length;
+    const heads = d => (d.sub_results || []).map(r => r.title || "").join("\n");
+    const said = d => phrases.filter(t => (d.content || "").includes(t)).length +
+                      phrases.filter(t => heads(d).includes(t)).length;
     return data.map((d, i) => [hits(d), said(d), i, d])
       .sort((a, b) => b[0] - a[0] || b[1] - a[1] || a[2] - b[2]).map(x => x[3]);
   }
