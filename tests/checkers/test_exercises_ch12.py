@@ -128,12 +128,14 @@ test_bytes_wrong = wrong_answers(mistakes_for(check_kv_cache_bytes, [
 
 
 # ---------------------------------------------------------------- 12.3 design an experiment
-test_experiment_right = right_answers(answers_for(check_gqa_experiment, ["B", "b", " B\n"]))
+test_experiment_right = right_answers(answers_for(check_gqa_experiment, ["B", "b", " B\n", "(B)", "B."]))
 
 test_experiment_wrong = wrong_answers(mistakes_for(check_gqa_experiment, [
     ("A", ["选 A 不行", "和 h_kv 无关"]),
     ("C", ["参数量不是速度"]),
     ("D", ["几 KB", "噪声"]),
+    ("d.", ["选 D 不行"]),
+    ("BC", ["一个字母"]),
     ("E", ["一个字母"]),
     ("AB", ["一个字母"]),
     ("", ["一个字母"]),

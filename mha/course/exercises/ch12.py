@@ -103,7 +103,7 @@ EXPERIMENT_RIGHT = "B"
 EXPERIMENT_WHY = {
     "A": "prefill 一次处理 L 个 query，分数要 B·h·L·S·d_k 次乘法，和 h_kv 无关；GQA 省的是每步要读的缓存，这个实验量不到它",
     "C": "参数量不是速度：W_k、W_v 变小了，可省下的是逐 token 生成时读缓存的时间，要直接量那一步",
-    "D": "S=10、B=1 时缓存只有几 KB，读它的时间淹没在 W_q、W_o 和 Python 开销里；只测一次也分不清差别和噪声",
+    "D": "S=10、B=1 时缓存只有几 KB 到几十 KB，读它的时间淹没在投影和 Python 的开销里；只测一次也分不清差别和噪声",
 }
 
 
@@ -112,8 +112,8 @@ def check_gqa_experiment(answer):
     """``answer``: the letter "A" to "D" of the experiment that can show GQA's speed-up in generation."""
     if is_stub(answer):
         raise NotDone()
-    if not isinstance(answer, str) or answer.strip().upper() not in ("A", "B", "C", "D"):
+    choice = answer.strip(" \t\n.。()（）").upper() if isinstance(answer, str) else None  # "B", "b", "(B)", "B."
+    if choice not in ("A", "B", "C", "D"):
         raise Mistake(f"答案写成一个字母 \"A\"、\"B\"、\"C\" 或 \"D\"，却收到了 {describe(answer)}")
-    choice = answer.strip().upper()
     if choice != EXPERIMENT_RIGHT:
         raise Mistake(f"选 {choice} 不行：{EXPERIMENT_WHY[choice]}")
