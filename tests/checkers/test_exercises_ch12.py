@@ -89,6 +89,8 @@ test_decode_wrong = wrong_answers(mistakes_for(check_decode_step, [
     (cat_dim(1), ["RuntimeError", "Sizes of tensors must match"]),
     (lambda q, k, v, K, V: (q.clone(), K, V), ["形状", "dim=2"]),  # forgot to append at all
     (prepended, ["最前面", "接在末尾"]),
+    (lambda q, k, v, K, V: (decode_explicit(q, k, v, K, V)[0], torch.cat([K, 2 * k], 2), torch.cat([V, v], 2)),
+     ["不是“旧缓存后面接上新的 k”"]),
     (unscaled, ["√d_k"]),
     (softmax_wrong_dim, ["dim=-1"]),
     (lambda *a: decode_explicit(*a)[0], ["三个张量"]),
@@ -112,6 +114,7 @@ test_bytes_right = right_answers(answers_for(check_kv_cache_bytes, [
     lambda n_layers, B, S, h, h_kv, d_k, nbytes: float(cache_bytes(n_layers, B, S, h, h_kv, d_k, nbytes)),
     lambda *a: np.int64(cache_bytes(*a)),
     lambda n_layers, B, S, h, h_kv, d_k, nbytes: 2 * n_layers * B * S * (h // (h // h_kv)) * d_k * nbytes,
+    lambda n_layers, B, S, h, h_kv, d_k, nbytes: 2 * n_layers * B * S * (h * d_k) * (h_kv / h) * nbytes,  # d_model, shared
 ]))
 
 test_bytes_wrong = wrong_answers(mistakes_for(check_kv_cache_bytes, [
