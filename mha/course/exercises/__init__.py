@@ -34,3 +34,10 @@ from .ch11 import *  # noqa: F401,F403,E402
 
 _CHAPTERS += (ch11,)
 __all__ += ch11.__all__
+
+# Chapter 12, from the classroom to production
+from . import ch12  # noqa: E402
+from .ch12 import *  # noqa: F401,F403,E402
+
+_CHAPTERS += (ch12,)
+__all__ += ch12.__all__
