@@ -81,5 +81,6 @@ def _crash_message(crash: BaseException, what: str, n_args: int) -> str:
                 f"检查函数会这样调用它：{n_args} 个位置参数")
     hint = ""
     if isinstance(crash, RuntimeError) and "leaf Variable that requires grad" in str(crash):
-        hint = "。提示：要原地改写一个 Parameter（例如 layer.weight.copy_(...)），把这几行放进 with torch.no_grad(): 里"
+        hint = ("。提示：原地改了一个需要梯度的张量。如果它是传给你的函数的输入，不要改它，先 .clone() 一份再改"
+                "（或者不用原地操作）；如果你要改写的是一个 Parameter（例如 layer.weight.copy_(...)），把这几行放进 with torch.no_grad(): 里")
     return f"{what} 运行时抛出了 {exception_text(crash)}{_where(_students_frame(frames))}{hint}"
