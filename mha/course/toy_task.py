@@ -306,5 +306,5 @@ def long_runs_alt(data: dict) -> str:
     pos = [r["accuracy"][-1] for r in g[("tokens+positions", 1)]]
     many = [r["steps_to_95"] for h in (2, 4) for r in g[("tokens", h)]]
     return (f"{len(one)} 个种子、{steps} 步的准确率曲线，线是中位数，色带从最差的种子到最好的种子。V 只有 token 的 1 头模型最后在 {min(one):.2f} 到 {max(one):.2f} 之间，"
-            f"都低于 {one_head_bound(data['config']['vocab']):.3f} 的上限；V 带位置的 1 头模型最后在 {min(pos):.2f} 到 {max(pos):.2f} 之间；"
+            f"都低于猜想的上限 {one_head_bound(data['config']['vocab']):.3f}；V 带位置的 1 头模型最后在 {min(pos):.2f} 到 {max(pos):.2f} 之间；"
             f"2 头和 4 头模型每个种子都在 {max(many)} 步以内超过 0.95")
