@@ -19,9 +19,10 @@ readout is linear.
   that answers x[t-1] right on all four inputs of a pair {a, b} needs
   lambda_ab + lambda_ba > 1, and x[t-3] needs < 1 (chapter 11 proves it), so no
   pair gets all eight answers right. The best accuracy found is 0.78125
-  (:func:`one_head_bound`, a conjecture backed by :func:`search_one_head`). Several heads (same d_model, same parameters: the four Linear
-  layers do not depend on h) look k1 and k2 steps back separately; Concat
-  keeps the answers apart.
+  (:func:`one_head_bound`, a conjecture backed by :func:`search_one_head`).
+  Several heads (same d_model, same parameters: the four Linear layers do not
+  depend on h) look k1 and k2 steps back separately; Concat keeps the answers
+  apart.
 * ``"tokens+positions"``: Value sees token + position, as Query and Key. The
   position part of a blend carries lambda, and with content-dependent lambda
   one head can escape the plateau after a long run.
