@@ -16,11 +16,13 @@ readout is linear.
 * ``"tokens"`` (the chapter's model): Query and Key see token + position,
   Value sees the token embedding only. One head's output at t is then a blend
   ``sum_s a_ts W^V tok(x_s)``; with its weight on t-1 and t-3 a linear readout
-  answers x[t-1] right on a pair {a, b} only if lambda_ab + lambda_ba > 1 and
-  x[t-3] only if it is < 1 (chapter 11 proves it), so one head stays on a
-  plateau. Several heads (same d_model, same parameters: the four Linear
-  layers do not depend on h) look k1 and k2 steps back separately; Concat
-  keeps the answers apart.
+  that answers x[t-1] right on all four inputs of a pair {a, b} needs
+  lambda_ab + lambda_ba > 1, and x[t-3] needs < 1 (chapter 11 proves it), so no
+  pair gets all eight answers right. The best accuracy found is 0.78125
+  (:func:`one_head_bound`, a conjecture backed by :func:`search_one_head`).
+  Several heads (same d_model, same parameters: the four Linear layers do not
+  depend on h) look k1 and k2 steps back separately; Concat keeps the answers
+  apart.
 * ``"tokens+positions"``: Value sees token + position, as Query and Key. The
   position part of a blend carries lambda, and with content-dependent lambda
   one head can escape the plateau after a long run.
@@ -42,7 +44,7 @@ from .training import deterministic
 
 __all__ = ["ToyConfig", "make_batch", "LookBackModel", "accuracy", "answer_accuracy", "train", "head_offsets",
            "deterministic", "VALUES", "load_runs", "group_runs", "one_head_bound", "long_runs_alt", "RUNS_FILE",
-           "REVIEW_FILE"]
+           "REVIEW_FILE", "SEARCH_FILE", "BoundSearch", "search_one_head", "pairs_all_right", "load_search"]
 
 VALUES = ("tokens", "tokens+positions")  # what the Value input of the attention layer is
 
@@ -190,6 +192,7 @@ def head_offsets(weights: torch.Tensor, min_t: int = 0) -> torch.Tensor:
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
 RUNS_FILE = DATA_DIR / "toy_task_runs.json"  # 3,000 steps, seeds 0-4 (tools/toy_task_runs.py)
 REVIEW_FILE = DATA_DIR / "toy_task_review.json"  # 10,000 steps, seeds 5-8 of the one-head models
+SEARCH_FILE = DATA_DIR / "toy_task_bound_search.json"  # the offline search for the one-head cap (tools/toy_task_bound_search.py)
 
 
 def load_runs(path=RUNS_FILE) -> dict:
@@ -207,10 +210,93 @@ def group_runs(data: dict) -> dict:
 
 
 def one_head_bound(vocab: int) -> float:
-    """The best accuracy (both answers together) one head can reach when its output is a blend of two
-    token values and the readout is linear: every answer right when x[t-1] = x[t-3] (a fraction 1/V of
-    the positions), at most 3 of the 4 answers of each pair (a, b), (b, a) otherwise."""
+    """The conjectured cap on one head's accuracy (both answers together) when its output is a blend of two
+    token values and the readout is linear: the accuracy of the chapter's hand-built solution, every answer
+    right when x[t-1] = x[t-3] (a fraction 1/V of the positions), 3 of the 4 answers of each pair (a, b),
+    (b, a) otherwise. Proven is only that no pair {a, b} gets all 8 of its answers right; that the cap is
+    this number is a conjecture, backed by :func:`search_one_head` (never above it, often reaching it)."""
     return (1 / vocab) * 1 + (1 - 1 / vocab) * 3 / 4
+
+
+@dataclass
+class BoundSearch:
+    """What :func:`search_one_head` returns.
+
+    ``right``: (R, V, V, 2) bool, ``right[r, a, b, i]``: restart r answers answer i (0: x[t-1] = a,
+    1: x[t-3] = b) right on the blend of (a, b); ``lam``: (R, V, V), the share of t-1 in each blend."""
+
+    right: torch.Tensor
+    lam: torch.Tensor
+
+    @property
+    def counts(self) -> torch.Tensor:
+        """(R,) right answers of each restart, out of 2 V^2."""
+        return self.right.sum(dim=(1, 2, 3))
+
+
+def _blend_margins(s, W, b, e, pairs):
+    """Margin (true score - best other score) of each answer: (R, V*V, 2); s (R, V, V), W (R, 2, V, V), b (R, 2, V)."""
+    R = s.shape[0]
+    lam = torch.sigmoid(s).reshape(R, -1, 1)  # (R, P, 1)
+    mix = lam * e[pairs[:, 0]] + (1 - lam) * e[pairs[:, 1]]  # (R, P, V): one head's blend per pair
+    logits = torch.einsum("rpv,rkcv->rpkc", mix, W) + b[:, None]  # (R, P, 2, V): two affine readouts
+    true = logits.gather(3, pairs.expand(R, -1, -1)[..., None]).squeeze(3)  # (R, P, 2)
+    other = logits.masked_fill(F.one_hot(pairs, e.shape[0]).bool(), float("-inf")).amax(3)  # (R, P, 2)
+    return true - other
+
+
+def search_one_head(vocab: int = 8, restarts: int = 200, steps: int = 300, seed: int = 0, lr: float = 0.05,
+                    init_scale: float = 0.3) -> BoundSearch:
+    """Search for a one-head solution with as many right answers as possible.
+
+    The idealised head of chapter 11: on input (a, b) = (x[t-1], x[t-3]) its output is the blend
+    ``lam_ab e_a + (1 - lam_ab) e_b`` with a free share ``lam_ab`` per ordered pair, then two affine
+    readouts (weights and biases free) and argmax. One-hot values lose nothing: a readout's scores
+    depend on the values only through the (V, V) table u_c . v_d, and one-hot values let that table be
+    anything. Each restart starts at random and maximises a smoothed count of right answers,
+    ``sum sigmoid(margin * (1 + step / 50))`` (a sharper step each iteration), with Adam; restarts are
+    independent and restart r's start depends only on (seed, r). Deterministic (float64).
+
+    Returns:
+        :class:`BoundSearch` with the right answers of every restart after ``steps`` steps.
+    """
+    if vocab < 2 or restarts < 1 or steps < 0:
+        raise ValueError(f"need vocab >= 2, restarts >= 1, steps >= 0, got {vocab}, {restarts}, {steps}")
+    V = vocab
+    e = torch.eye(V, dtype=torch.float64)  # one-hot token values, (V, V)
+    pairs = torch.tensor([(a, b) for a in range(V) for b in range(V)])  # (P, 2): (x[t-1], x[t-3])
+    starts = []
+    for r in range(restarts):
+        g = torch.Generator().manual_seed(seed * 1_000_003 + r)
+        starts.append((torch.randn(V, V, generator=g, dtype=torch.float64),
+                       torch.randn(2, V, V, generator=g, dtype=torch.float64) * init_scale,
+                       torch.randn(2, V, generator=g, dtype=torch.float64)))
+    s, W, b = (torch.stack(t).requires_grad_() for t in zip(*starts))  # (R, V, V), (R, 2, V, V), (R, 2, V)
+    with deterministic():
+        opt = torch.optim.Adam([s, W, b], lr=lr)
+        for step in range(steps):
+            loss = -torch.sigmoid(_blend_margins(s, W, b, e, pairs) * (1 + step / 50)).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            right = _blend_margins(s, W, b, e, pairs) > 0  # (R, P, 2)
+    return BoundSearch(right=right.view(restarts, V, V, 2), lam=torch.sigmoid(s.detach()))
+
+
+def pairs_all_right(right: torch.Tensor) -> torch.Tensor:
+    """(R, V, V, 2) right answers -> (R,) number of pairs {a, b}, a < b, whose 8 answers on (a, b), (b, a),
+    (a, a), (b, b) are all right (chapter 11 proves there are none)."""
+    every = right.all(dim=-1)  # (R, V, V): both answers right on (a, b)
+    diag = every.diagonal(dim1=1, dim2=2)  # (R, V): both right on (a, a)
+    full = every & every.transpose(1, 2) & diag[:, :, None] & diag[:, None, :]  # (R, V, V)
+    return full.triu(diagonal=1).sum(dim=(1, 2))
+
+
+def load_search(path=SEARCH_FILE) -> dict:
+    """The offline search: ``{"settings", "runs": [{vocab, restarts, cap, max, histogram: {count: restarts},
+    first_counts}]}`` (tools/toy_task_bound_search.py)."""
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 
 
 def long_runs_alt(data: dict) -> str:
@@ -221,5 +307,5 @@ def long_runs_alt(data: dict) -> str:
     pos = [r["accuracy"][-1] for r in g[("tokens+positions", 1)]]
     many = [r["steps_to_95"] for h in (2, 4) for r in g[("tokens", h)]]
     return (f"{len(one)} 个种子、{steps} 步的准确率曲线，线是中位数，色带从最差的种子到最好的种子。V 只有 token 的 1 头模型最后在 {min(one):.2f} 到 {max(one):.2f} 之间，"
-            f"都低于 {one_head_bound(data['config']['vocab']):.3f} 的上限；V 带位置的 1 头模型最后在 {min(pos):.2f} 到 {max(pos):.2f} 之间；"
+            f"都低于猜想的上限 {one_head_bound(data['config']['vocab']):.3f}；V 带位置的 1 头模型最后在 {min(pos):.2f} 到 {max(pos):.2f} 之间；"
             f"2 头和 4 头模型每个种子都在 {max(many)} 步以内超过 0.95")

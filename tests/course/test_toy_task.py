@@ -1,5 +1,6 @@
 """The look-back toy task of chapter 11: data, model shapes, determinism, the one-vs-many-heads result, the
-one-head bound, and the shipped long runs (one seed retrained and compared)."""
+one-head cap (its hand-built solution, the search and its shipped histogram), and the shipped long runs (one seed
+retrained and compared)."""
 import json
 import pathlib
 
@@ -7,7 +8,8 @@ import pytest
 import torch
 
 from mha.course.toy_task import (LookBackModel, ToyConfig, accuracy, answer_accuracy, deterministic, group_runs, head_offsets,
-                          load_runs, long_runs_alt, make_batch, one_head_bound, train, REVIEW_FILE, RUNS_FILE)
+                          load_runs, load_search, long_runs_alt, make_batch, one_head_bound, pairs_all_right,
+                          search_one_head, train, REVIEW_FILE, RUNS_FILE, SEARCH_FILE)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -130,6 +132,51 @@ def test_one_head_bound_is_reached_by_a_construction_and_matches_the_count():
     assert one_head_bound(8) == 0.78125
 
 
+def test_pairs_all_right_counts_full_pairs_only():
+    V = 3
+    right = torch.ones(2, V, V, 2, dtype=torch.bool)  # restart 0: everything right, 3 full pairs
+    right[1, 0, 0, 1] = False  # restart 1: one diagonal answer wrong spoils the pairs {0, 1} and {0, 2}
+    assert pairs_all_right(right).tolist() == [3, 1]
+    right[1, 2, 1, 0] = False  # an off-diagonal answer spoils only its own pair {1, 2}
+    assert pairs_all_right(right).tolist() == [3, 0]
+
+
+def test_search_finds_the_hand_built_cap_and_never_beats_it():
+    """A short search (V = 4) reaches the hand-built 26 of 32 and no restart finds a pair with all 8 answers right."""
+    found = search_one_head(4, restarts=40, steps=300, seed=3)
+    cap = round(one_head_bound(4) * 32)
+    assert found.right.shape == (40, 4, 4, 2) and found.lam.shape == (40, 4, 4)
+    assert found.counts.max().item() == cap
+    assert (pairs_all_right(found.right) == 0).all()
+
+
+def test_search_restarts_do_not_depend_on_how_many_run():
+    a = search_one_head(3, restarts=6, steps=40, seed=1)
+    b = search_one_head(3, restarts=2, steps=40, seed=1)
+    assert torch.equal(a.right[:2], b.right) and torch.equal(a.lam[:2], b.lam)
+    assert not torch.equal(a.lam[0], a.lam[1])  # the restarts start apart
+
+
+def test_search_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="vocab >= 2"):
+        search_one_head(1)
+
+
+def test_shipped_search_is_reproduced_and_never_beats_the_cap():
+    """The first restarts of the shipped search (tools/toy_task_bound_search.py), recomputed; its histogram
+    tops out at the hand-built solution for every V."""
+    data = load_search()
+    assert [r["vocab"] for r in data["runs"]] == [3, 4, 5, 8]
+    for run in data["runs"]:
+        assert sum(run["histogram"].values()) == run["restarts"]
+        assert run["cap"] == round(one_head_bound(run["vocab"]) * run["answers"]) == run["max"]
+        assert max(int(c) for c in run["histogram"]) == run["max"] and run["pairs_all_right"] == 0
+    run = data["runs"][-1]
+    found = search_one_head(run["vocab"], restarts=4, **data["settings"])
+    assert found.counts.tolist() == run["first_counts"][:4]
+    assert SEARCH_FILE.stat().st_size < 4_000
+
+
 def test_shipped_runs_cover_the_grid_and_agree_with_the_bound():
     data, review = load_runs(RUNS_FILE), load_runs(REVIEW_FILE)
     groups = group_runs(data)
@@ -140,7 +187,7 @@ def test_shipped_runs_cover_the_grid_and_agree_with_the_bound():
     assert all(len(r["accuracy"]) == len(data["steps"]) for r in data["runs"])
     bound = one_head_bound(data["config"]["vocab"])
     one_tok = groups[("tokens", 1)] + group_runs(review)[("tokens", 1)]
-    assert all(max(r["accuracy"]) < bound for r in one_tok), "a one-head run with token-only values beat the proven bound"
+    assert all(max(r["accuracy"]) < bound for r in one_tok), "a one-head run with token-only values beat the conjectured cap"
     assert RUNS_FILE.stat().st_size < 16_000 and REVIEW_FILE.stat().st_size < 16_000
 
 
