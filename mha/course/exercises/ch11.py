@@ -63,6 +63,7 @@ TOLERANCE = 0.1
 def ablation_reference() -> tuple:
     """Train the chapter's 2-head model (seed 0, 200 steps), zero the head that looks 3 steps back and
     measure both answers on 512 held-out sequences: ``(acc x[t-1], acc x[t-3], head index)``."""
+    from ..numerals.model import zero_head_hook
     from ..toy_task import ToyConfig, answer_accuracy, head_offsets, make_batch, train
 
     cfg = ToyConfig(steps=200)
@@ -71,15 +72,7 @@ def ablation_reference() -> tuple:
     with torch.no_grad():
         _, w = model(x)  # (B, 2, T, T)
         head = int(head_offsets(w, min_t=max(cfg.offsets))[:, 3].argmax())  # the head that looks 3 back
-        d_k = model.attn.d_k
-
-        def zero_head(module, args):
-            (concat,) = args  # (B, T, d_model), heads side by side
-            concat = concat.clone()
-            concat[..., head * d_k:(head + 1) * d_k] = 0
-            return (concat,)
-
-        hook = model.attn.W_o.register_forward_pre_hook(zero_head)
+        hook = model.attn.W_o.register_forward_pre_hook(zero_head_hook(head, model.attn.d_k))
         try:
             logits, _ = model(x)
         finally:
