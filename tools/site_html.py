@@ -194,11 +194,12 @@ def _edits(text: str, page: _Outline, static: str, is_search: bool, unindexed: b
     if repository and ipynb is not None and menu and not done:
         at = len(text[:menu.end_start].rstrip())
         yield at, at, local_run_note(ipynb.attrs["href"], *repository)
-    links = ""
+    links = ""  # each once: an incremental build edits the pages it did not rewrite again
+    present = {el.attrs.get("href") or el.attrs.get("src") for el in page.elements if el.tag in ("link", "script")}
     if any(el.attrs.get("class") == "katex" for el in page.elements):
         links += "".join(f'  <link rel="preload" as="font" type="font/woff2" crossorigin href="{static}katex/fonts/{f}" />\n'
-                         for f in KATEX_FONTS)
-    if is_search:
+                         for f in KATEX_FONTS if f"{static}katex/fonts/{f}" not in present)
+    if is_search and f"{static}{SEARCH_SCRIPT}" not in present:
         links += f'  <script defer src="{static}{SEARCH_SCRIPT}"></script>\n'
     if links and head is not None and head.end_start is not None:
         yield head.end_start, head.end_start, links
