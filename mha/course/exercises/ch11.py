@@ -16,7 +16,7 @@ import functools
 
 import torch
 
-from .answers import as_int, as_number
+from .answers import as_int, as_number, name_the_match
 from .running import call
 from .verdicts import Mistake, NotDone, checker, describe, is_stub
 
@@ -44,17 +44,13 @@ def check_plateau(fn):
             continue
         if 1 < got <= 100 and abs(got / 100 - want) <= 1e-6:
             raise Mistake(f"V={V}, n={n}：你给的是百分数 {got:g}；要的是 0 到 1 之间的比例 {want:.4f}")
-        named = [
-            (1 / n, f"V={V}, n={n}：你给了 1/n = {1 / n:.4f}，把猜的那些答案都当成了全错；瞎猜也有 1/V 的机会猜对"),
-            (1 / V, f"V={V}, n={n}：你给了 1/V = {1 / V:.4f}，这是每个答案都靠猜的准确率（最好的不看内容的答案），"
-                    "不是“答对一个”的平台"),
-            ((1 + 1 / V) / 2, f"V={V}, n={n}：你的公式只对两个答案成立；有 n 个答案时，一个全对，其余 n − 1 个各对 1/V"),
-            ((1 + (n - 1) / 2) / n, f"V={V}, n={n}：猜一个 token 猜对的概率是 1/V，不是 1/2（词表里有 V 个 token）"),
-            (1 / n + 1 / V, f"V={V}, n={n}：对 n 个答案取平均时，猜的那 n − 1 个每个贡献 (1/V)/n，合起来是 (n − 1)/(V n)，不是 1/V"),
-        ]
-        for wrong, message in named:
-            if abs(got - wrong) <= 1e-6 and abs(wrong - want) > 1e-6:
-                raise Mistake(message)
+        name_the_match(got, [
+            (1 / n, f"你给了 1/n = {1 / n:.4f}，把猜的那些答案都当成了全错；瞎猜也有 1/V 的机会猜对"),
+            (1 / V, f"你给了 1/V = {1 / V:.4f}，这是每个答案都靠猜的准确率（最好的不看内容的答案），不是“答对一个”的平台"),
+            ((1 + 1 / V) / 2, "你的公式只对两个答案成立；有 n 个答案时，一个全对，其余 n − 1 个各对 1/V"),
+            ((1 + (n - 1) / 2) / n, "猜一个 token 猜对的概率是 1/V，不是 1/2（词表里有 V 个 token）"),
+            (1 / n + 1 / V, "对 n 个答案取平均时，猜的那 n − 1 个每个贡献 (1/V)/n，合起来是 (n − 1)/(V n)，不是 1/V"),
+        ], prefix=f"V={V}, n={n}：", same=lambda g, w: abs(g - w) <= 1e-6 and abs(w - want) > 1e-6)
         raise Mistake(f"V={V}, n={n} 时应该是 {want:.4f}，你给了 {got:.4f}。提示：n 个答案平均；一个全对（1），其余每个猜对的概率 1/V")
 
 
@@ -67,6 +63,7 @@ TOLERANCE = 0.1
 def ablation_reference() -> tuple:
     """Train the chapter's 2-head model (seed 0, 200 steps), zero the head that looks 3 steps back and
     measure both answers on 512 held-out sequences: ``(acc x[t-1], acc x[t-3], head index)``."""
+    from ..numerals.model import zero_head_hook
     from ..toy_task import ToyConfig, answer_accuracy, head_offsets, make_batch, train
 
     cfg = ToyConfig(steps=200)
@@ -75,15 +72,7 @@ def ablation_reference() -> tuple:
     with torch.no_grad():
         _, w = model(x)  # (B, 2, T, T)
         head = int(head_offsets(w, min_t=max(cfg.offsets))[:, 3].argmax())  # the head that looks 3 back
-        d_k = model.attn.d_k
-
-        def zero_head(module, args):
-            (concat,) = args  # (B, T, d_model), heads side by side
-            concat = concat.clone()
-            concat[..., head * d_k:(head + 1) * d_k] = 0
-            return (concat,)
-
-        hook = model.attn.W_o.register_forward_pre_hook(zero_head)
+        hook = model.attn.W_o.register_forward_pre_hook(zero_head_hook(head, model.attn.d_k))
         try:
             logits, _ = model(x)
         finally:
@@ -159,20 +148,17 @@ def check_head_costs(fn):
         want_mults, want_rank = head_costs_reference(B, L, S, d_model, h)
         d_k = d_model // h
         if mults != want_mults:
-            if mults == want_mults * h:
-                raise Mistake(f"{case}：乘法次数多乘了一个 h。每个头的点积只有 d_k = {d_k} 维，h 个头合起来是 h·d_k = d_model，"
-                              "所以总数 B·L·S·d_model 和 h 无关")
-            if mults == B * h * L * S:
-                raise Mistake(f"{case}：每个分数是一个 d_k = {d_k} 维的点积，要 d_k 次乘法；你只数了分数的个数 B·h·L·S")
-            if mults == B * L * S * d_k:
-                raise Mistake(f"{case}：你只算了一个头；h 个头各算一张 (L, S) 的分数表")
+            name_the_match(mults, [
+                (want_mults * h, f"乘法次数多乘了一个 h。每个头的点积只有 d_k = {d_k} 维，h 个头合起来是 h·d_k = d_model，"
+                                 "所以总数 B·L·S·d_model 和 h 无关"),
+                (B * h * L * S, f"每个分数是一个 d_k = {d_k} 维的点积，要 d_k 次乘法；你只数了分数的个数 B·h·L·S"),
+                (B * L * S * d_k, "你只算了一个头；h 个头各算一张 (L, S) 的分数表"),
+            ], prefix=f"{case}：", same=int.__eq__)
             raise Mistake(f"{case}：乘法次数应该是 {want_mults}，你给了 {mults}。"
                           "提示：h 个头，每个头 L·S 个分数，每个分数是 d_k 维的点积，还有 B 个样本")
         if rank != want_rank:
-            if rank == d_model and d_model != want_rank:
-                raise Mistake(f"{case}：每个头的 Q_i 是 (L, d_k)、K_i 是 (S, d_k)，Q_i K_iᵀ 的秩不超过 d_k = {d_k}，"
-                              "不是 d_model")
-            if rank == d_k and d_k != want_rank:
-                raise Mistake(f"{case}：秩也不会超过矩阵的行数 L 和列数 S；这里 (L, S) = {(L, S)}，"
-                              f"最大的秩是 min(d_k, L, S) = {want_rank}")
+            name_the_match(rank, [
+                (d_model, f"每个头的 Q_i 是 (L, d_k)、K_i 是 (S, d_k)，Q_i K_iᵀ 的秩不超过 d_k = {d_k}，不是 d_model"),
+                (d_k, f"秩也不会超过矩阵的行数 L 和列数 S；这里 (L, S) = {(L, S)}，最大的秩是 min(d_k, L, S) = {want_rank}"),
+            ], prefix=f"{case}：", same=lambda g, w: g == w != want_rank)
             raise Mistake(f"{case}：最大的秩应该是 {want_rank}，你给了 {rank}。提示：(L, d_k) 乘 (d_k, S) 的秩受三个数限制")

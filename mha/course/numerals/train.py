@@ -1,4 +1,4 @@
-"""Training the numeral Transformer: Adam, linear warm-up then cosine decay, a text progress bar.
+"""Training the numeral Transformer: Adam, linear warm-up then cosine decay (LambdaLR), a tqdm bar.
 
 ``train()`` is deterministic for a given seed on a given machine: the data
 come from Python's ``random.Random(seed)`` (the same numbers everywhere), the
@@ -104,13 +104,13 @@ def train(model_cfg: NumeralConfig | None = None, train_cfg: TrainConfig | None 
         model = NumeralTransformer(model_cfg)
         model.train()
         rng = random.Random(seed)
-        opt = torch.optim.Adam(model.parameters(), lr=train_cfg.lr)
+        # base lr 1: LambdaLR's factor is then the learning rate itself, lr_at bit for bit
+        opt = torch.optim.Adam(model.parameters(), lr=1.0)
+        schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_at(step, train_cfg))
         for step in range(train_cfg.steps):
             if step in train_cfg.snapshot_steps:
                 history.snapshots[step] = _state(model)
-            lr = lr_at(step, train_cfg)
-            for group in opt.param_groups:
-                group["lr"] = lr
+            lr = schedule.get_last_lr()[0]
             batch = training_batch(rng, train_cfg.batch_size)
             logits = model(batch.src, batch.src_mask, batch.tgt_in)  # (B, T, V_tgt)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1), ignore_index=PAD)
@@ -118,6 +118,7 @@ def train(model_cfg: NumeralConfig | None = None, train_cfg: TrainConfig | None 
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), train_cfg.clip)
             opt.step()
+            schedule.step()
             history.loss.append(loss.item())
             history.lr.append(lr)
             if bar is not None:

@@ -2,11 +2,11 @@
 
 In the kernels ``make execute`` starts (the IPython extension below), this module wraps the inline backend's PNG formatter for matplotlib
 figures (the one place a chapter's ``plt.show()`` / ``display(fig)`` turns a figure into the PNG the
-notebook stores and the website shows). The wrapper writes the same PNG plus one ``tEXt`` chunk,
+notebook stores and the website shows). The wrapper writes the same PNG plus one ``tEXt`` chunk (Pillow's ``PngInfo``),
 ``mha:smallest-text-px``: the font size of the figure's smallest drawn text in image px
 (:func:`mha.course.pictures.style.smallest_text_pt` at the PNG's own resolution, its ``pHYs`` chunk), or
-``none`` for a figure without text. The rest of the bytes are untouched, so the output stays
-deterministic. tests/browser/test_browser_figures.py reads the chunk from the images the website serves
+``none`` for a figure without text. The pixels are untouched and Pillow encodes them the same way
+each run, so the output stays deterministic. tests/browser/test_browser_figures.py reads the chunk from the images the website serves
 and scales it by rendered / natural width: the CSS px a phone reader sees. The landing page's
 SVG (tools/book_ext.py) carries the same number as the root attribute ``data-mha-smallest-text-px``.
 
@@ -27,14 +27,12 @@ keeps its full colours.
 from __future__ import annotations
 
 import binascii
-import struct
-import zlib
+import io
 
 from .style import smallest_text_pt
 
 KEY = "mha:smallest-text-px"
 NO_TEXT = "none"
-_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 SCALE = 2  # image px per CSS px of the stored PNGs
 PALETTE_MEAN_DIFF = 1.0  # the largest mean channel difference (of 255) a palette PNG may add
@@ -42,40 +40,42 @@ PALETTE_MEAN_DIFF = 1.0  # the largest mean channel difference (of 255) a palett
 __all__ = ["KEY", "NO_TEXT", "SCALE", "compact", "install", "png_dpi", "smallest_text_value", "svg_with_text_size", "with_text_chunk"]
 
 
-def _chunks(png: bytes):
-    """(offset, type, data) of each chunk of ``png``."""
-    if not isinstance(png, (bytes, bytearray)) or png[:8] != _SIGNATURE:
-        raise ValueError("expected the bytes of a PNG image")
-    pos = 8
-    while pos + 8 <= len(png):
-        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
-        yield pos, kind, png[pos + 8:pos + 8 + length]
-        pos += 12 + length
+def _open(png: bytes):
+    """``png`` decoded by Pillow; a ValueError for anything but a PNG."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(io.BytesIO(png), formats=["PNG"])
+        image.load()
+    except (UnidentifiedImageError, TypeError, OSError) as err:
+        raise ValueError(f"expected the bytes of a PNG image, got {bytes(png[:8])!r}...") from err
+    return image
+
+
+def _save(image, dpi: float | None, text: dict, **options) -> bytes:
+    """``image`` as PNG bytes with resolution ``dpi`` and one ``tEXt`` chunk per item of ``text`` (Pillow's PngInfo)."""
+    from PIL.PngImagePlugin import PngInfo
+
+    info = PngInfo()
+    for key, value in text.items():
+        info.add_text(key, value)
+    out = io.BytesIO()
+    image.save(out, format="PNG", pnginfo=info, **({"dpi": (dpi, dpi)} if dpi else {}), **options)
+    return out.getvalue()
 
 
 def png_dpi(png: bytes) -> float | None:
     """The resolution a PNG declares (its ``pHYs`` chunk, in dots per inch), or None."""
-    for _, kind, data in _chunks(png):
-        if kind == b"pHYs":
-            x_per_unit, _, unit = struct.unpack(">IIB", data)
-            return x_per_unit * 0.0254 if unit == 1 else None
-    return None
+    dpi = _open(png).info.get("dpi")
+    return float(dpi[0]) if dpi else None
 
 
 def with_text_chunk(png: bytes, key: str, value: str) -> bytes:
-    """``png`` with a ``tEXt`` chunk ``key``/``value`` right after its header (IHDR); any chunk of that key dropped."""
-    out, header_end = bytearray(png[:8]), None
-    for pos, kind, data in _chunks(png):
-        if kind == b"tEXt" and data.split(b"\0", 1)[0] == key.encode("latin-1"):
-            continue
-        out += png[pos:pos + 12 + len(data)]
-        if kind == b"IHDR":
-            header_end = len(out)
-    if header_end is None:
-        raise ValueError("the PNG has no IHDR chunk")
-    body = b"tEXt" + key.encode("latin-1") + b"\0" + value.encode("latin-1")
-    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body))
-    return bytes(out[:header_end] + chunk + out[header_end:])
+    """``png`` with the ``tEXt`` chunk ``key``/``value`` (any earlier one of that key replaced); its pixels,
+    resolution and other text kept (re-encoded by Pillow)."""
+    image = _open(png)
+    text = {k: v for k, v in image.text.items() if k != key} | {key: value}
+    return _save(image, png_dpi(png), text, optimize=image.mode == "P")
 
 
 def smallest_text_value(fig, dpi: float) -> str:
@@ -98,35 +98,31 @@ def svg_with_text_size(svg: bytes, fig) -> bytes:
     return head + sep + f'data-{KEY.replace(":", "-")}="{smallest_text_value(fig, 96)}" '.encode() + rest
 
 
-def compact(png: bytes) -> bytes:
-    """``png`` as a 256-colour palette PNG (its resolution kept) when that is nearly lossless and smaller, else ``png``."""
-    import io
-
+def compact(png: bytes, text: dict | None = None) -> bytes:
+    """``png`` as a 256-colour palette PNG (its resolution kept) when that is nearly lossless and smaller, else
+    ``png``; either way with the ``tEXt`` chunks ``text`` added (key -> value; one of the same key replaced)."""
     import numpy as np
     from PIL import Image
 
-    image = Image.open(io.BytesIO(png))
-    image.load()
+    image = _open(png)
+    dpi, text = png_dpi(png), {**image.text, **(text or {})}
     rgba = image.convert("RGBA")
     opaque = rgba.getchannel("A").getextrema()[0] == 255
     source = rgba.convert("RGB") if opaque else rgba
     method = Image.Quantize.MAXCOVERAGE if opaque else Image.Quantize.FASTOCTREE  # (the only one for RGBA)
     palette = source.quantize(256, method=method, dither=Image.Dither.NONE)
     diff = np.abs(np.asarray(palette.convert(source.mode), dtype=np.int16) - np.asarray(source, dtype=np.int16))
-    if diff.mean() > PALETTE_MEAN_DIFF:
-        return png
-    out = io.BytesIO()
-    dpi = png_dpi(png)
-    palette.save(out, format="PNG", optimize=True, **({"dpi": (dpi, dpi)} if dpi else {}))
-    small = out.getvalue()
-    return small if len(small) < len(png) else png
+    if diff.mean() <= PALETTE_MEAN_DIFF:
+        small = _save(palette, dpi, text, optimize=True)
+        if len(small) < len(png):
+            return small
+    return png if text == image.text else _save(image, dpi, text)
 
 
 def _with_measure(fig, data):
     """``data`` (PNG bytes or their base64 text) of ``fig`` with the chunk, in the same form (palette: ``compact``)."""
     png = binascii.a2b_base64(data) if isinstance(data, str) else data
-    png = compact(png)
-    png = with_text_chunk(png, KEY, smallest_text_value(fig, png_dpi(png) or fig.dpi))
+    png = compact(png, {KEY: smallest_text_value(fig, png_dpi(png) or fig.dpi)})
     return binascii.b2a_base64(png, newline=False).decode("ascii") if isinstance(data, str) else png
 
 
