@@ -39,12 +39,37 @@ def render(latex: str, display: bool, node) -> str:
     if katex.KaTeXServer.katex_server is None:  # before the node server starts
         katex.KaTeXServer.katex_path = katex_js()
         katex.STARTUP_TIMEOUT, katex.RENDER_TIMEOUT = STARTUP_TIMEOUT_S, RENDER_TIMEOUT_S
+        katex.KaTeXServer.start_server_process = classmethod(_start_server_process)
     try:
         return katex.render_latex(latex, {**OPTIONS, "displayMode": display})
     except katex.KaTeXError as exc:
         LOGGER.warning("KaTeX cannot render the formula %r: %s", latex, exc, location=node,
                        type="mha", subtype="math")
         return f'<span class="mha-math-error">{html.escape(latex)}</span>'
+
+
+def _start_server_process(cls, rundir, timeout):
+    """sphinxcontrib-katex's start, waiting until node *listens*: it connected as soon as the socket
+    file existed, which node creates before it listens, so a busy machine got ConnectionRefusedError
+    (a failed strict build, and an orphaned node holding the build's pipes)."""
+    import socket
+    import subprocess
+    import time
+
+    path = rundir / "katex.sock"
+    process = subprocess.Popen(cls.build_command(socket=path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=rundir)
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+            return process, sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise cls.timeout_error(timeout) from None
+            time.sleep(0.01)
 
 
 def visit_math(self, node):
