@@ -100,6 +100,25 @@ def zero_peak_kinds(cross: torch.Tensor, batch: Batch) -> dict:
     return {k: v / max(total, 1) for k, v in counts.items()}
 
 
+def zero_step_kind_shares(batch: Batch) -> dict:
+    """``{kind: fraction}``: the chance baseline of :func:`zero_peak_kinds`, over the same rows.
+
+    For every step that writes a 0 (numbers other than 0), the share of that word's characters that are of each
+    kind, averaged over those steps: where a head that picks a character of its word at random would land.
+    """
+    shares = {k: 0.0 for k in KINDS}
+    total = 0
+    for n, word in zip(batch.numbers, batch.words):
+        if n == 0:
+            continue
+        kinds = char_kinds(word)
+        for _ in range(str(n).count("0")):
+            for k in KINDS:
+                shares[k] += kinds.count(k) / len(kinds)
+            total += 1
+    return {k: v / max(total, 1) for k, v in shares.items()}
+
+
 def mass_on(weights: torch.Tensor, batch: Batch, char: str, kind: str, rows: str = "all") -> torch.Tensor:
     """(h,): mean attention weight on the character ``char``, over the numbers that contain it.
 
