@@ -15,6 +15,7 @@ from mha.course.numerals import DATA_DIR  # noqa: E402
 from mha.course.numerals.analysis import ABLATION_FILE, stored_ablation_study  # noqa: E402
 
 
+@pytest.mark.slow  # 59 ablations of 1000 numbers: ~15 s
 def test_the_stored_ablation_study_is_recomputed_from_the_shipped_model():
     import numerals_seeds
 
