@@ -234,11 +234,27 @@ class BoundSearch:
         return self.right.sum(dim=(1, 2, 3))
 
 
-def _blend_margins(s, W, b, e, pairs):
-    """Margin (true score - best other score) of each answer: (R, V*V, 2); s (R, V, V), W (R, 2, V, V), b (R, 2, V)."""
+SEARCH_FEATURES = ("blend", "two_heads", "positions")
+
+
+def _features(lam, e, pairs, features: str):
+    """What the readouts see for each pair: (R, P, F). ``blend``: one head's blend (F = V); ``two_heads``: both
+    tokens side by side, as two heads can give them (F = 2V); ``positions``: the blend plus lam itself, the
+    position part a Value with positions adds (F = V + 1)."""
+    R, P = lam.shape[0], pairs.shape[0]
+    blend = lam * e[pairs[:, 0]] + (1 - lam) * e[pairs[:, 1]]  # (R, P, V)
+    if features == "two_heads":
+        return torch.cat([e[pairs[:, 0]], e[pairs[:, 1]]], dim=-1).expand(R, P, -1)  # (R, P, 2V)
+    if features == "positions":
+        return torch.cat([blend, lam], dim=-1)  # (R, P, V + 1)
+    return blend
+
+
+def _blend_margins(s, W, b, e, pairs, features: str = "blend"):
+    """Margin (true score - best other score) of each answer: (R, V*V, 2); s (R, V, V), W (R, 2, V, F), b (R, 2, V)."""
     R = s.shape[0]
     lam = torch.sigmoid(s).reshape(R, -1, 1)  # (R, P, 1)
-    mix = lam * e[pairs[:, 0]] + (1 - lam) * e[pairs[:, 1]]  # (R, P, V): one head's blend per pair
+    mix = _features(lam, e, pairs, features)  # (R, P, F)
     logits = torch.einsum("rpv,rkcv->rpkc", mix, W) + b[:, None]  # (R, P, 2, V): two affine readouts
     true = logits.gather(3, pairs.expand(R, -1, -1)[..., None]).squeeze(3)  # (R, P, 2)
     other = logits.masked_fill(F.one_hot(pairs, e.shape[0]).bool(), float("-inf")).amax(3)  # (R, P, 2)
@@ -246,7 +262,7 @@ def _blend_margins(s, W, b, e, pairs):
 
 
 def search_one_head(vocab: int = 8, restarts: int = 200, steps: int = 300, seed: int = 0, lr: float = 0.05,
-                    init_scale: float = 0.3) -> BoundSearch:
+                    init_scale: float = 0.3, features: str = "blend") -> BoundSearch:
     """Search for a one-head solution with as many right answers as possible.
 
     The idealised head of chapter 11: on input (a, b) = (x[t-1], x[t-3]) its output is the blend
@@ -257,30 +273,36 @@ def search_one_head(vocab: int = 8, restarts: int = 200, steps: int = 300, seed:
     ``sum sigmoid(margin * (1 + step / 50))`` (a sharper step each iteration), with Adam; restarts are
     independent and restart r's start depends only on (seed, r). Deterministic (float64).
 
+    ``features`` (controls of the search's power, see :func:`_features`): ``"two_heads"`` has a 128/128
+    solution for V = 8; ``"positions"`` gives the readouts lam itself, the channel a Value with positions opens.
+
     Returns:
         :class:`BoundSearch` with the right answers of every restart after ``steps`` steps.
     """
     if vocab < 2 or restarts < 1 or steps < 0:
         raise ValueError(f"need vocab >= 2, restarts >= 1, steps >= 0, got {vocab}, {restarts}, {steps}")
+    if features not in SEARCH_FEATURES:
+        raise ValueError(f"features must be one of {SEARCH_FEATURES}, got {features!r}")
     V = vocab
+    F_in = {"blend": V, "two_heads": 2 * V, "positions": V + 1}[features]
     e = torch.eye(V, dtype=torch.float64)  # one-hot token values, (V, V)
     pairs = torch.tensor([(a, b) for a in range(V) for b in range(V)])  # (P, 2): (x[t-1], x[t-3])
     starts = []
     for r in range(restarts):
         g = torch.Generator().manual_seed(seed * 1_000_003 + r)
         starts.append((torch.randn(V, V, generator=g, dtype=torch.float64),
-                       torch.randn(2, V, V, generator=g, dtype=torch.float64) * init_scale,
+                       torch.randn(2, V, F_in, generator=g, dtype=torch.float64) * init_scale,
                        torch.randn(2, V, generator=g, dtype=torch.float64)))
-    s, W, b = (torch.stack(t).requires_grad_() for t in zip(*starts))  # (R, V, V), (R, 2, V, V), (R, 2, V)
+    s, W, b = (torch.stack(t).requires_grad_() for t in zip(*starts))  # (R, V, V), (R, 2, V, F), (R, 2, V)
     with deterministic():
         opt = torch.optim.Adam([s, W, b], lr=lr)
         for step in range(steps):
-            loss = -torch.sigmoid(_blend_margins(s, W, b, e, pairs) * (1 + step / 50)).sum()
+            loss = -torch.sigmoid(_blend_margins(s, W, b, e, pairs, features) * (1 + step / 50)).sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
         with torch.no_grad():
-            right = _blend_margins(s, W, b, e, pairs) > 0  # (R, P, 2)
+            right = _blend_margins(s, W, b, e, pairs, features) > 0  # (R, P, 2)
     return BoundSearch(right=right.view(restarts, V, V, 2), lam=torch.sigmoid(s.detach()))
 
 
