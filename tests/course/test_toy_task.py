@@ -223,3 +223,16 @@ def test_retraining_seed_0_reproduces_its_whole_shipped_run():
     mine = _kept(hist.steps, hist.accuracy, data["steps"])
     assert max(abs(a - b) for a, b in zip(mine, run["accuracy"])) <= 0.005
     assert max(abs(a - b) for a, b in zip(hist.per_answer[-1], run["final_per_answer"])) <= 0.005
+
+
+def test_the_search_finds_a_better_solution_when_one_exists():
+    # both tokens side by side (two heads) can answer all 2 V^2: the search must get there
+    found = search_one_head(4, restarts=10, steps=300, seed=3, features="two_heads")
+    assert (found.counts == 32).all()
+    blend = search_one_head(4, restarts=10, steps=300, seed=3).counts
+    assert blend.max() < 32
+
+
+def test_the_search_refuses_unknown_features():
+    with pytest.raises(ValueError, match="features must be one of"):
+        search_one_head(4, restarts=1, steps=1, features="three_heads")
