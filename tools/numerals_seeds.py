@@ -1,13 +1,13 @@
 """1 head vs 4 heads over three seeds: train both shipped configurations with seeds 0, 1, 2 and write
 ``mha/course/data/numerals_seeds.json`` (held-out errors and the per-category table of each run).
 
-    python tools/numerals_seeds.py                     # six trainings, 2.5-9 minutes each on one CPU core
+    python tools/numerals_seeds.py                     # six trainings, 73-117 s each in the shipped run (573 s in all)
     python tools/numerals_seeds.py --heads             # the 4-head model of seeds 0-3: chapter 13's head readings
     python tools/numerals_seeds.py --heads --seed 3    # recompute one seed's row of those readings, keep the others
     python tools/numerals_seeds.py --ablations         # the shipped model's ablation study (about 15 s)
 
-One training of the shipped configuration (2500 steps, one thread) took 144 s and 556 s in our two timed runs on a
-shared 2-core machine, depending on how busy it was; the six trainings of the default mode take 15 to 55 minutes.
+One training of 2500 steps on one thread took 73-556 s in 8 timed runs on a shared 2-core machine, depending on how
+busy it was (the six of numerals_seeds.json: 573 s in all; the shipped model: 556 s; seed 3: 144 s).
 
 ``--heads`` writes ``mha/course/data/numerals_heads_seeds.json``: for each seed, the readings of
 :func:`mha.course.numerals.analysis.head_summary` (aligned heads chosen on training numbers and reported on held-out
