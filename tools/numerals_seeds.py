@@ -80,10 +80,8 @@ def ablations_row() -> dict:
     train_numbers, _, ablation_numbers = heads_arguments()
     with torch.no_grad():
         batch, maps = A.teacher_forced(model, train_numbers)
-        positional = A.positional_hit_rate(A.positional_table(batch), batch)[0]
         last = len(maps["cross"]) - 1
-        peak = A.digit_peak_rate(maps["cross"][last], batch)
-        pair = [("cross", last, h) for h in range(peak.shape[0]) if peak[h] > positional]
+        pair = [("cross", l, h) for l, h in A.aligned_heads(batch, maps) if l == last]
         study = A.ablation_study(model, ablation_numbers, A.head_means(model, train_numbers), pair)
     return A.ablation_study_to_json(study)
 

@@ -366,6 +366,14 @@ def joint_peak_rate(cross: torch.Tensor, batch: Batch, heads) -> float:
 
 
 @torch.no_grad()
+def aligned_heads(batch: Batch, maps: dict) -> list:
+    """``[(layer, head), ...]``: the cross-attention heads whose peak names the digit's source character more
+    often than :func:`positional_table`'s content-blind guess, on ``batch`` (:func:`teacher_forced`'s output)."""
+    positional = positional_hit_rate(positional_table(batch), batch)[0]
+    peaks = [digit_peak_rate(cross, batch) for cross in maps["cross"]]
+    return [(l, h) for l, peak in enumerate(peaks) for h in range(peak.shape[0]) if peak[h] > positional]
+
+
 def head_summary(model: NumeralTransformer, train_numbers, test_numbers, ablation_numbers) -> dict:
     """What chapter 13 reads off one trained model, for comparing seeds (``tools/numerals_seeds.py --heads``).
 
@@ -379,10 +387,8 @@ def head_summary(model: NumeralTransformer, train_numbers, test_numbers, ablatio
     tb, tm = teacher_forced(model, train_numbers)
     hb, hm = teacher_forced(model, test_numbers)
     where = positional_table(tb)
-    pos_train = positional_hit_rate(where, tb)[0]
     n_layers = len(tm["cross"])
-    train_peak = [digit_peak_rate(tm["cross"][l], tb) for l in range(n_layers)]
-    aligned = [(l, h) for l in range(n_layers) for h in range(train_peak[l].shape[0]) if train_peak[l][h] > pos_train]
+    aligned = aligned_heads(tb, tm)
     pos, n_digits = positional_hit_rate(where, hb)
     test_peak = [digit_peak_rate(hm["cross"][l], hb) for l in range(n_layers)]
     means = head_means(model, train_numbers)
