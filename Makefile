@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 BUILD_FLAGS := -W -n --keep-going
 
 # Stored outputs must not depend on the CPU: the same nbval run under other BLAS/SIMD
-# paths and thread counts (see README, "给维护者").
+# paths and thread counts (see CONTRIBUTING.md, "给维护者").
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg book
 KERNELS_AVX2 := MKL_ENABLE_INSTRUCTIONS=AVX2
 KERNELS_SCALAR := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1

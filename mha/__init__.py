@@ -25,7 +25,7 @@ from .interop import from_torch, to_torch
 from .kv_cache import KVCache
 from .layer import MultiHeadAttention
 from .masks import causal_mask, padding_mask, padding_mask_from_lengths
-from .steps import *  # noqa: F401,F403  (the six steps, one function each: see mha.steps.__all__)
+from .steps import *  # noqa: F401,F403  (the steps and their helpers: see mha.steps.__all__)
 
 __version__ = "0.2.0"
 

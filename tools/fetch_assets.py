@@ -10,7 +10,7 @@ registry ``integrity`` hash, which ``npm ci`` verifies), installed into ``node_m
   the site serves only its stylesheet and fonts, no math JavaScript;
 - ``pagefind``: builds the Chinese search index over ``_build/html`` after the build;
 - ``vega``, ``vega-lite``, ``vega-embed``: draw the interactive figures (the versions
-  Altair's spec schema names; tests/course/test_interactive.py checks them);
+  Altair's spec schema names; tests/course/test_page_figures.py checks them);
 - ``onnxruntime-web``: runs chapter 13's trained model in the page (its playground), loaded
   only when the reader starts it;
 - ``axe-core`` (dev): the accessibility checks of the browser tests.

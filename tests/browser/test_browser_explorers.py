@@ -32,7 +32,7 @@ from site_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PAGE_OVERFLOW, PHONE,
 
 import book_ext  # (FIGURE_SCRIPTS, FIGURE_CSS: what a figure page loads)
 
-import mha.course.page_figures as mi  # noqa: E402
+import mha.course.page_figures as pf  # noqa: E402
 
 SHOTS_DIR = SHOTS / "explorers"
 PAGES = pages()
@@ -44,7 +44,7 @@ def _has_figure(page) -> bool:
     if not page.is_notebook:
         return False
     nb = json.loads(page.source.read_text(encoding="utf-8"))
-    return any(mi.MIME_TYPE in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
+    return any(pf.MIME_TYPE in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
 
 
 FIGURE_PAGES = [p for p in PAGES if _has_figure(p)]

@@ -136,7 +136,7 @@ def test_figure_code_characters_are_in_the_font_subset():
     assert not missing, f"run python tools/subset_font.py: the subset lacks {missing}"
 
 
-# The figures draw no text below 10 pt (the viz functions above, matplotlib's 11 pt default that
+# The figures draw no text below 10 pt (the picture functions above, matplotlib's 11 pt default that
 # mha.course.pictures sets, and the chapters' own labels), which is 13.9 CSS px in a PNG shown at 100 dpi (stored at
 # 2x, its output metadata gives the 1x width). A phone shows the PNG at min(1, 358 / width) of that, so the text stays >= 9 CSS px while the stored
 # image is at most 358 * 13.9 / 9 = 553 px wide. Chapter 13 is drawn by its own helpers (not yet checked).

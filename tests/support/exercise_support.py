@@ -1,4 +1,4 @@
-"""Helpers shared by the checker tests (tests/test_exercises_ch*.py).
+"""Helpers shared by the checker tests (tests/checkers/test_exercises_ch*.py).
 
 A chapter file lists its cases in tables, one row a case, and turns each table into a parametrized test
 (pytest collects the module-level ``test_*`` names the factories return)::

@@ -1,4 +1,4 @@
-"""Argument checks shared by the explorations (Chinese messages, as the explorers print them)."""
+"""Argument checks shared by the figure data modules (Chinese messages, as the explorers print them)."""
 from __future__ import annotations
 
 from mha.validate import require_int

@@ -55,7 +55,7 @@ def cjk_font(size: float | None = None, weight: str = "normal") -> FontPropertie
 
 
 # Chinese characters that the chapters' own figure labels use (titles and axis labels written in a
-# notebook cell rather than in a viz module); tests/course/test_figure_text.py keeps it complete.
+# notebook cell rather than in a pictures module); tests/course/test_figure_text.py keeps it complete.
 CHAPTER_TEXT = "位置变化量维度输入输出第个头句权重平均分数方差个数前向反向准确率训练步数损失回看距离内存峰值时间序列长度毫秒字节原始缩放后键值查询上且些偶写即参合同哪型奇好式弦归征显样案模源特答融"
 
 

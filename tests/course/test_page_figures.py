@@ -21,7 +21,7 @@ import fetch_assets  # tools/ (pyproject: pythonpath)
 import pytest
 import torch
 
-import mha.course.page_figures as mi
+import mha.course.page_figures as pf
 import mha.course.widgets
 from mha.course.page_figures._figure import InteractiveFigure, rounded, wrap
 from mha.course.page_figures.myst import FIGURE_CLASS, VegaLiteFigurePlugin, figure_html
@@ -31,8 +31,8 @@ from mha.course.figure_data.scaling import N_KEYS, N_PAIRS
 from mha.course.widgets.shapes import head_width_problem
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BUILDERS = {"scaling": mi.scaling_figure, "shapes": mi.shape_figure, "heads": mi.head_figure,
-            "masks": mi.mask_figure, "trained": mi.trained_head_figure}
+BUILDERS = {"scaling": pf.scaling_figure, "shapes": pf.shape_figure, "heads": pf.head_figure,
+            "masks": pf.mask_figure, "trained": pf.trained_head_figure}
 # Where each figure stands in the book (the cell ends with the figure; see the chapters).
 CHAPTERS = {"scaling": "05_parallel_attention", "shapes": "08_full_layer", "heads": "09_worked_example",
             "masks": "10_masks", "trained": "13_trained_heads"}
@@ -51,13 +51,13 @@ def close(a, b, tol=1.01e-3) -> bool:
 # ---------------------------------------------------------------- the numbers are mha's
 
 def test_the_figures_load_no_widget_code():
-    """Importing the figures and computing their states loads the explorations, never the widgets' views."""
-    code = ("import sys, mha.course.page_figures as mi; mi.head_states(); mi.mask_states(); "
+    """Importing the figures and computing their states loads the figure data, never the widgets' views."""
+    code = ("import sys, mha.course.page_figures as pf; pf.head_states(); pf.mask_states(); "
             "print('\\n'.join(sorted(sys.modules)))")
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                                 cwd=ROOT).stdout.split())
     assert {"mha.course.figure_data.heads", "mha.course.figure_data.masks"} <= loaded
-    widget_code = {m for m in loaded if m.startswith(("mha.course.widgets", "mha.course.widgets"))
+    widget_code = {m for m in loaded if m.startswith("mha.course.widgets")
                    or m.split(".")[0] in ("ipywidgets", "matplotlib")}
     assert not widget_code, f"the figures loaded widget code: {sorted(widget_code)[:10]}"
 
@@ -66,7 +66,7 @@ def test_the_figures_load_no_widget_code():
                                          ("masks", "mask_weights"), ("masks", "MASK_KINDS"),
                                          ("scaling", "score_stats"), ("scaling", "D_K_CHOICES"),
                                          ("shapes", "shape_steps"), ("shapes", "head_width_problem")])
-def test_the_widgets_reexport_the_explorations(topic, name):
+def test_the_widgets_reexport_the_figure_data(topic, name):
     """One home for each number: mha.course.widgets hands out the very objects of mha.course.figure_data."""
     module = importlib.import_module(f"mha.course.figure_data.{topic}")
     assert getattr(mha.course.widgets, name) is getattr(module, name)
@@ -118,7 +118,7 @@ def test_head_states_match_head_weights(figures):
         for i in range(weights.shape[0]):
             row = fig.state(sentence=sentence, head=f"头 {i + 1}")
             assert close(row["w"], weights[i].flatten().tolist()) and row["n"] == len(tokens)
-        mean = fig.state(sentence=sentence, head=mi.heads.MEAN)["w"]
+        mean = fig.state(sentence=sentence, head=pf.heads.MEAN)["w"]
         assert close(mean, weights.mean(dim=0).flatten().tolist())
         assert len(set(row["labels"])) == len(tokens), "axis labels must be distinct"
     pad = fig.state(sentence="You are welcome PAD", head="头 1")
@@ -206,8 +206,8 @@ def test_building_the_figures_leaves_the_global_rng_alone():
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    mi.head_figure()
-    mi.mask_figure()
+    pf.head_figure()
+    pf.mask_figure()
     assert torch.equal(torch.rand(3), expected)
 
 
@@ -219,7 +219,7 @@ def test_mimebundle_has_altairs_html_the_site_spec_and_the_alt_text(figures, nam
     bundle = fig._repr_mimebundle_()
     bundle = bundle[0] if isinstance(bundle, tuple) else bundle
     assert "vegaEmbed" in bundle["text/html"] or "vega-embed" in bundle["text/html"]  # Altair's own renderer
-    assert json.loads(bundle[mi.MIME_TYPE]) == fig.spec and "\n" not in bundle[mi.MIME_TYPE]
+    assert json.loads(bundle[pf.MIME_TYPE]) == fig.spec and "\n" not in bundle[pf.MIME_TYPE]
     assert fig.spec["description"] == fig.alt_text and len(fig.alt_text) > 40
     assert bundle["text/plain"] == fig.alt_text
     assert "<InteractiveFigure" in repr(fig)
@@ -262,9 +262,9 @@ def test_plugin_renders_only_its_mimetype_first_on_html():
     from myst_nb.core.render import MimeData, get_mime_priority, load_mime_renders
 
     assert VegaLiteFigurePlugin in load_mime_renders(), "reinstall mha: pip install --no-deps -e ."
-    assert get_mime_priority("html", [])[0] == mi.MIME_TYPE
-    spec = mi.head_figure().to_json()
-    data = MimeData(mi.MIME_TYPE, spec, output_metadata={}, cell_metadata={})
+    assert get_mime_priority("html", [])[0] == pf.MIME_TYPE
+    spec = pf.head_figure().to_json()
+    data = MimeData(pf.MIME_TYPE, spec, output_metadata={}, cell_metadata={})
     nodes = VegaLiteFigurePlugin.handle_mime(None, data, False)
     assert len(nodes) == 1 and FIGURE_CLASS in nodes[0].astext()
     assert VegaLiteFigurePlugin.handle_mime(None, data, True) is None  # never inline
@@ -288,7 +288,7 @@ def _stored_specs(chapter: str) -> list:
     cells = nb["cells"]
     for i, cell in enumerate(cells):
         for out in cell.get("outputs", []):
-            text = out.get("data", {}).get(mi.MIME_TYPE)
+            text = out.get("data", {}).get(pf.MIME_TYPE)
             if text is not None:
                 tags = cell["metadata"].get("tags", [])
                 # the figure's cell and the check cell after it (the asserts live there, hidden on the site)
