@@ -29,6 +29,18 @@ def part(value, what: str):
     return value
 
 
+def as_parts(value, n: int, expected: str, verb: str = "返回了") -> tuple:
+    """A tuple or list of exactly ``n`` parts; ``expected`` says what they are ("应该返回三个张量 (out, K, V)").
+    A stub, or a stub in any part: not done yet."""
+    if is_stub(value):
+        raise NotDone()
+    if not isinstance(value, (tuple, list)) or len(value) != n:
+        raise Mistake(f"{expected}，却{verb} {describe(value)}")
+    if any(is_stub(v) for v in value):
+        raise NotDone()
+    return tuple(value)
+
+
 def as_int(value, what: str) -> int:
     """Accept Python, numpy and 0-d torch integers, and integral floats (``262656.0``), the same everywhere."""
     value = _scalar(part(value, what))

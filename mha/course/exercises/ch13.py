@@ -13,7 +13,7 @@ import functools
 
 import torch
 
-from .answers import expect_close, expect_shape, expect_tensor
+from .answers import as_parts, expect_close, expect_shape, expect_tensor
 from .running import call
 from .verdicts import checker, exception_text, is_stub, Mistake, NotDone
 
@@ -38,17 +38,6 @@ def _pad_reference(words, vocab, pad_id):
     return ids, (ids != pad_id)[:, None, None, :]  # (B, S), (B, 1, 1, S)
 
 
-def _unpack_pair(out, what):
-    if is_stub(out):
-        raise NotDone()
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise Mistake(f"{what} 应该返回两个值 (ids, mask)，却返回了 {type(out).__name__}"
-                      + (f"（长度 {len(out)}）" if isinstance(out, (tuple, list)) else ""))
-    if any(is_stub(x) for x in out):
-        raise NotDone()
-    return expect_tensor(out[0], "ids"), expect_tensor(out[1], "mask")
-
-
 @checker("ch13", "13.1", "把长短不一的中文数字补齐成一批，并做 padding mask")
 def check_pad_numerals(fn):
     """``fn(words list[str], vocab dict[str, int], pad_id int) -> (ids (B, S) long, mask (B, 1, 1, S) bool)``.
@@ -64,7 +53,7 @@ def check_pad_numerals(fn):
                     {c: 20 + shuffled[i] for i, c in enumerate(real)}]
     for (words, pad_id), vocab in [(case, v) for v in vocabularies for case in PAD_CASES]:
         out = call(fn, list(words), dict(vocab), pad_id, what="你的补齐函数", forbid=_pad_shortcuts())
-        ids, mask = _unpack_pair(out, "你的补齐函数")
+        ids, mask = (expect_tensor(t, n) for t, n in zip(as_parts(out, 2, "你的补齐函数应该返回两个值 (ids, mask)"), ("ids", "mask")))
         want_ids, want_mask = _pad_reference(words, vocab, pad_id)
         B, S = want_ids.shape
         if ids.dim() == 2 and ids.shape[0] == B and ids.shape[1] > S:
