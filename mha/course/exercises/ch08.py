@@ -325,9 +325,6 @@ def _forward(student, cls, args, shape) -> torch.Tensor:
     return out
 
 
-_matches = same
-
-
 def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
     student = _build(cls, d_model, h)
     dtype = student.W_q.weight.dtype
@@ -343,15 +340,15 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
     args = (q_in, k_in, v_in) if kind == "self" else (q_in, k_in, v_in, mask)
     out = _forward(student, cls, args, (B, h, L, S, d_model))
     where = f"{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}"
-    if _matches(out, want):
+    if same(out, want):
         return
     if k is not q:
         with torch.no_grad():
-            if _matches(out, reference(q, v, k, mask=mask)):
+            if same(out, reference(q, v, k, mask=mask)):
                 raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
     with torch.no_grad():
         name_the_match(out, ((_variant(reference, q, k, v, mask, **switches), why) for switches, why in MISTAKES),
-                       suffix=f"（{where}）", same=_matches)
+                       suffix=f"（{where}）", same=same)
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
                  hint="逐步对照 mha.MultiHeadAttention.forward：投影 → 分头 → 注意力 → Concat → W^O")
 
