@@ -82,17 +82,6 @@ def as_shape(value, what: str) -> tuple:
     return tuple(as_int(n, f"{what} 的第 {i + 1} 项") for i, n in enumerate(value))
 
 
-def as_shape_dict(value, keys, what: str = "答案") -> dict:
-    """A dict with exactly the needed ``keys`` (extra keys allowed), each a shape."""
-    value = part(value, what)
-    if not isinstance(value, dict):
-        raise Mistake(f"{what} 应该是一个 dict（键是 {tuple(keys)}），却是 {type_name(value)}")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise Mistake(f"{what} 缺少这些键：{missing}")
-    return {k: as_shape(value[k], f'{what}["{k}"]') for k in keys}
-
-
 def plain(x: torch.Tensor) -> torch.Tensor:
     """The answer as an ordinary dense CPU ``torch.Tensor`` (a subclass, a sparse, quantized or GPU tensor alike),
     keeping its autograd graph; :class:`Mistake` when it has no values to compare (a meta tensor ...)."""
