@@ -436,10 +436,9 @@ def check_scale_bug(answer):
     want = _scores_ratio(d, h)
     if abs(factor - want) <= 0.01 * want:
         return
-    if abs(factor - 1 / want) <= 0.01 / want:
-        raise Mistake(f"factor = {factor:g} 反了：√d_model 比 √d_k 大，除以它得到的分数更小，是正确值的 √(d_k / d_model) 倍")
-    if abs(factor - want ** 2) <= 0.01 * want ** 2:
-        raise Mistake(f"factor = {factor:g} 是 d_k / d_model：分数除以的是平方根，倍数是 √(d_k / d_model)")
+    name_the_match(factor, [(1 / want, "反了：√d_model 比 √d_k 大，除以它得到的分数更小，是正确值的 √(d_k / d_model) 倍"),
+                            (want ** 2, "是 d_k / d_model：分数除以的是平方根，倍数是 √(d_k / d_model)")],
+                   prefix=f"factor = {factor:g} ", same=lambda got, wrong: abs(got - wrong) <= 0.01 * wrong)
     if abs(factor - want) <= 0.03 * want:
         raise Mistake(f"factor = {factor:g} 接近了，但差了 {abs(factor - want) / want:.1%}：多写几位小数（1% 以内算对）")
     raise Mistake(f"factor = {factor:g} 不对：buggy 的分数 = QKᵀ/√d_model，正确的 = QKᵀ/√d_k，两者相除是多少？")

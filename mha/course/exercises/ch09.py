@@ -184,12 +184,10 @@ def check_zero_weights(answer):
     truth = zero_weights_truth(B, h, L, lengths)
     if n == truth:
         return
-    per_head = sum(L * (L - n_real) for n_real in lengths)
-    if n == per_head:
-        raise Mistake(f"{n} 只数了一个头：每个头都有一张 (L, S) 的权重表，h = {h} 个头都一样被挡住")
-    if n == h * sum(L * L - n_real * n_real for n_real in lengths):
-        raise Mistake(f"{n} 把 PAD 的 query 行也当成了全 0：padding mask 的形状是 (B, 1, 1, S)，只挡 key（列）；"
-                      "PAD 位置的 query 仍然对真实 token 分配权重，这一行加起来还是 1")
-    if n == h * sum(L - n_real for n_real in lengths):
-        raise Mistake(f"{n} 每个 PAD key 只数了一次：每个 query 行都挡住这个 key，一共 L = {L} 行")
+    name_the_match(n, [
+        (sum(L * (L - n_real) for n_real in lengths), f"只数了一个头：每个头都有一张 (L, S) 的权重表，h = {h} 个头都一样被挡住"),
+        (h * sum(L * L - n_real * n_real for n_real in lengths), "把 PAD 的 query 行也当成了全 0：padding mask 的形状是 "
+         "(B, 1, 1, S)，只挡 key（列）；PAD 位置的 query 仍然对真实 token 分配权重，这一行加起来还是 1"),
+        (h * sum(L - n_real for n_real in lengths), f"每个 PAD key 只数了一次：每个 query 行都挡住这个 key，一共 L = {L} 行"),
+    ], prefix=f"{n} ", same=int.__eq__)
     raise Mistake(f"{n} 不对。提示：被挡住的是 key 的列；第二句有 {L - lengths[1]} 个 PAD key，每个 query、每个头都看不到它们")
