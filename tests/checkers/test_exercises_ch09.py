@@ -107,7 +107,7 @@ MEAN_WRONG = mistakes_for(check_masked_mean, [
     (lambda o, m: mean_ok(o, ~m), "极性反了"),  # the mean over the PAD rows
     (lambda o, m: mean_ok(o, m).detach(), "不能求梯度"),
     (_mean_in_place, MUTATED),
-    (lambda o, m: o.mul_(m[:, 0, 0, :, None]).sum(1), "先 .clone() 一份"),   # in place on the input itself
+    (lambda o, m: o.mul_(m[:, 0, 0, :, None]).sum(1), ["传进来的参数 o", "先 .clone() 一份"]),  # in place on the input
     (lambda o, m: mean_ok(o, m)[:, None], "形状应该是"),
     (lambda o, m: mean_ok(o, m) * 1.01, "数值不对"),
     (lambda o, m: (o * m).sum(1), "运行时抛出了"),  # (B, 1, 1, L) against (B, L, d) does not line up
