@@ -2,19 +2,13 @@
 every wrong or forbidden answer fails with a verdict that names it, nothing reaches the
 checker's own error branch (``verdict`` asserts that). The generic stub and garbage answers are
 tried on every checker in tests/checkers/test_exercises_common.py."""
-import math
-
 import numpy as np
-import pytest
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 import mha
 from mha.course.exercises import check_masked_mean, check_pad_change, check_padding_mask, check_zero_weights
-from exercise_support import (RETURNED_GARBAGE, answers_for, every, fails_with, mistakes_for, not_done_answers,
-                              passes, raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs,
-                              shape_styles, shapes_changed, shapes_mapped, shapes_without, wrong_answers)
+from exercise_support import (RETURNED_GARBAGE, answers_for, every, mistakes_for, not_done_answers, raise_value_error,
+                              right_answers, wrong_answers)
 
 SHORTCUT = "不能调用现成的"
 MUTATED = "修改了输入"
@@ -69,123 +63,6 @@ PAD_WRONG = mistakes_for(check_padding_mask, [  # (answer, words the verdict mus
 ])
 
 
-# ---------------------------------------------------------------- 9.2 one head's weights
-
-def weights_ok(q_proj, k_proj, head, n_heads, key_mask):
-    d_k = q_proj.shape[-1] // n_heads
-    q_i = q_proj[:, head * d_k:(head + 1) * d_k]
-    k_i = k_proj[:, head * d_k:(head + 1) * d_k]
-    scores = q_i @ k_i.T / math.sqrt(d_k)
-    return torch.softmax(scores.masked_fill(~key_mask, -1e9), dim=-1)
-
-
-def weights_einsum_view(Q, K, i, h, keep):  # renamed args, view into heads, einsum
-    L, d = Q.shape
-    q = Q.view(L, h, d // h)[:, i]
-    k = K.reshape(K.shape[0], h, d // h)[:, i]
-    s = torch.einsum("ld,sd->ls", q, k) / (d // h) ** 0.5
-    return torch.softmax(s.masked_fill(~keep, float("-inf")), dim=-1).nan_to_num(0.0)
-
-
-def weights_float64(q_proj, k_proj, head, n_heads, key_mask):  # float64 inside and out
-    return weights_ok(q_proj.double(), k_proj.double(), head, n_heads, key_mask)
-
-
-def weights_loop(q_proj, k_proj, head, n_heads, key_mask):  # row by row
-    rows = [weights_ok(q_proj[l:l + 1], k_proj, head, n_heads, key_mask)[0] for l in range(q_proj.shape[0])]
-    return torch.stack(rows)
-
-
-def weights_where(q_proj, k_proj, head, n_heads, key_mask):
-    d_k = q_proj.shape[-1] // n_heads
-    cols = slice(head * d_k, (head + 1) * d_k)
-    s = q_proj[:, cols] @ k_proj[:, cols].transpose(0, 1) / math.sqrt(d_k)
-    return F.softmax(torch.where(key_mask, s, torch.tensor(float("-inf"))), dim=1)
-
-
-def _cols(q, k, head, n):
-    d_k = q.shape[-1] // n
-    return q[:, head * d_k:(head + 1) * d_k], k[:, head * d_k:(head + 1) * d_k], d_k
-
-
-def w_no_scale(q, k, head, n, m):
-    q_i, k_i, d_k = _cols(q, k, head, n)
-    return torch.softmax((q_i @ k_i.T).masked_fill(~m, -1e9), dim=-1)
-
-
-def w_dmodel_scale(q, k, head, n, m):
-    q_i, k_i, d_k = _cols(q, k, head, n)
-    return torch.softmax((q_i @ k_i.T / math.sqrt(q.shape[-1])).masked_fill(~m, -1e9), dim=-1)
-
-
-def w_axis0(q, k, head, n, m):
-    q_i, k_i, d_k = _cols(q, k, head, n)
-    return torch.softmax((q_i @ k_i.T / math.sqrt(d_k)).masked_fill(~m, -1e9), dim=0)
-
-
-def w_polarity(q, k, head, n, m):
-    q_i, k_i, d_k = _cols(q, k, head, n)
-    return torch.softmax((q_i @ k_i.T / math.sqrt(d_k)).masked_fill(m, -1e9), dim=-1)
-
-
-def w_zero_after(q, k, head, n, m):
-    q_i, k_i, d_k = _cols(q, k, head, n)
-    return torch.softmax(q_i @ k_i.T / math.sqrt(d_k), dim=-1).masked_fill(~m, 0.0)
-
-
-def w_no_mask(q, k, head, n, m):
-    q_i, k_i, d_k = _cols(q, k, head, n)
-    return torch.softmax(q_i @ k_i.T / math.sqrt(d_k), dim=-1)
-
-
-def w_interleaved(q, k, head, n, m):
-    d_k = q.shape[-1] // n
-    s = q[:, head::n] @ k[:, head::n].T / math.sqrt(d_k)
-    return torch.softmax(s.masked_fill(~m, -1e9), dim=-1)
-
-
-def w_no_grad(q, k, head, n, m):
-    with torch.no_grad():
-        return weights_ok(q, k, head, n, m)
-
-
-def w_detached_k(q, k, head, n, m):
-    return weights_ok(q, k.detach(), head, n, m)
-
-
-def w_numpy(q, k, head, n, m):  # computed in numpy, handed back as a tensor: no gradient
-    q_i, k_i, d_k = _cols(q.detach().numpy(), k.detach().numpy(), head, n)
-    s = np.where(m.numpy(), q_i @ k_i.T / math.sqrt(d_k), -1e9)
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return torch.from_numpy(e / e.sum(axis=-1, keepdims=True))
-
-
-def w_scales_in_place(q_proj, k_proj, head, n_heads, key_mask):
-    q_proj /= math.sqrt(q_proj.shape[-1] // n_heads)
-    q_i, k_i, _ = _cols(q_proj, k_proj, head, n_heads)
-    return torch.softmax((q_i @ k_i.T).masked_fill(~key_mask, -1e9), dim=-1)
-
-
-def w_mask_in_place(q, k, head, n, key_mask):
-    key_mask[-1] = False
-    return weights_ok(q, k, head, n, key_mask)
-
-
-def w_mha_steps(q, k, head, n, m):
-    q_i, k_i, _ = _cols(q, k, head, n)
-    return mha.masked_softmax(mha.attention_scores(q_i, k_i), m)
-
-
-def w_sdpa(q, k, head, n, m):
-    q_i, k_i, _ = _cols(q, k, head, n)
-    return F.scaled_dot_product_attention(q_i, k_i, torch.eye(k.shape[0]), attn_mask=m)  # V = I gives the weights
-
-
-def w_torch_mha(q, k, head, n, m):
-    nn.MultiheadAttention(q.shape[-1], n)
-    return weights_ok(q, k, head, n, m)
-
-
 # ---------------------------------------------------------------- 9.2 the mean over real tokens
 def mean_ok(out, pad_mask):
     keep = pad_mask[:, 0, 0, :, None].to(out.dtype)  # (B, L, 1)
@@ -216,14 +93,21 @@ def _mean_by_length(out, pad_mask):
     return torch.stack([out[b, :int(n[b])].mean(0) for b in range(out.shape[0])])
 
 
+def _mean_before_first_pad(out, pad_mask):  # stops at the first PAD: a PAD in the middle cuts the sentence
+    n = pad_mask.flatten(1).int().cumprod(-1).sum(1)
+    return torch.stack([out[b, :int(n[b])].mean(0) for b in range(out.shape[0])])
+
+
 MEAN_WRONG = mistakes_for(check_masked_mean, [
     (lambda o, m: o.mean(1), "PAD 的行也算进了平均"),
     (lambda o, m: (o * m[:, 0, 0, :, None]).sum(1) / o.shape[1], "除以了 L"),
     (lambda o, m: (o * m[:, 0, 0, :, None]).sum(1), "没有除以"),
     (_mean_by_length, "按长度"),
+    (_mean_before_first_pad, "第一个 PAD 之前"),
+    (lambda o, m: mean_ok(o, ~m), "极性反了"),  # the mean over the PAD rows
     (lambda o, m: mean_ok(o, m).detach(), "不能求梯度"),
     (_mean_in_place, MUTATED),
-    (lambda o, m: o.mul_(m[:, 0, 0, :, None]).sum(1), "先 .clone() 一份"),   # in place on the input itself
+    (lambda o, m: o.mul_(m[:, 0, 0, :, None]).sum(1), ["传进来的参数 o", "先 .clone() 一份"]),  # in place on the input
     (lambda o, m: mean_ok(o, m)[:, None], "形状应该是"),
     (lambda o, m: mean_ok(o, m) * 1.01, "数值不对"),
     (lambda o, m: (o * m).sum(1), "运行时抛出了"),  # (B, 1, 1, L) against (B, L, d) does not line up
@@ -241,6 +125,8 @@ PAD_ROWS_WRONG = mistakes_for(check_pad_change, [
     ({"weights_rows": [3], "output_rows": [0, 1, 2, 3]}, ["output_rows", "挡住"]),
     ({"weights_rows": [4], "output_rows": [3]}, "从 0 数"),
     ({"weights_rows": [0, 3], "output_rows": [3]}, "提示"),
+    ({"weights_rows": [3], "output_rows": [0, 1, 2]}, ["output_rows", "正好反了"]),
+    ({"weights_rows": [0, 1, 2], "output_rows": [3]}, ["weights_rows", "正好反了"]),
     ({"weights_rows": [3]}, "缺少键"),
     ({"weights_rows": "3", "output_rows": [3]}, "列表"),
 ])

@@ -2,17 +2,14 @@
 every wrong or forbidden answer fails with a verdict that names it, nothing reaches the
 checker's own error branch (``verdict`` asserts that). The generic stub and garbage answers are
 tried on every checker in tests/checkers/test_exercises_common.py."""
-import numpy as np
 import pytest
 import torch
-from torch import nn
 
 import mha
 from mha.course.exercises import check_mask_alignment
 from mha.course.exercises import check_cache_step_mask, check_decoder_mask, check_window_mask
 from exercise_support import (RETURNED_GARBAGE, verdict_allowing_prints, answers_for, every, mistakes_for, not_done_answers,
-                              raise_value_error, right_answers, shape_dict_garbage, shape_dict_stubs, shape_styles,
-                              shapes_changed, shapes_mapped, shapes_without, wrong_answers)
+                              raise_value_error, right_answers, wrong_answers)
 
 SHORTCUT = "不能调用现成的"
 MUTATED = "修改了输入"

@@ -349,27 +349,18 @@ def test_the_summary_lists_exercises_in_order_and_leaves_reference_answers_out(c
 
 
 # ---------------------------------------------------------------- exercises as records
-def _records_checker(record):
-    return next(c for c in CHECKERS if c.exercise_id == record.id)
+def test_the_which_family_reads_records():
+    assert {"1.1", "1.2", "3.1", "4.1", "5.1", "9.3"} <= set(RECORDS)
 
 
-SHAPE_RECORDS = [r for r in RECORDS.values() if r.kind in ("shape", "shape function")]
-
-
-@pytest.mark.parametrize("record", SHAPE_RECORDS, ids=lambda r: r.id)
+@pytest.mark.parametrize("record", list(RECORDS.values()), ids=lambda r: r.id)
 def test_each_wrong_answer_of_a_record_gets_its_own_verdict(capsys, record):
-    """The record is what the checker reads: every shape of every typical mistake fails with that mistake's why."""
-    checker = _records_checker(record)
-    for j, wrong in enumerate(record.wrongs(*record.cases[0])):
-        for i in range(len(wrong.answers)):
-            if record.kind == "shape":
-                answer = wrong.answers[i]
-            else:
-                answer = lambda *case, j=j, i=i: record.wrongs(*case)[j].answers[i]  # noqa: E731
+    """The record is what the checker reads: each typical wrong answer, put into the otherwise right answer,
+    fails with that answer's why."""
+    checker = next(c for c in CHECKERS if c.exercise_id == record.id)
+    truth = record.right()
+    for key, ask in record.asks.items():
+        for wrong, why in ask.wrongs:
+            answer = list(wrong) if key == "" else {**truth, key: list(wrong)}
             ok, out = verdict(capsys, checker, answer)
-            assert ok is False and wrong.why.split("；")[0][:20] in out, (wrong.name, out)
-        assert record.right(*record.cases[0]) not in wrong.answers, wrong.name
-
-
-def test_the_shape_families_read_records():
-    assert {"1.1", "1.2", "3.1", "4.1", "5.1"} <= set(RECORDS)  # 8.1, 9.3, 10.3 are predictions now, not shapes
+            assert ok is False and why[:20] in out, (key, wrong, out)

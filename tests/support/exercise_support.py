@@ -160,62 +160,7 @@ def recorded(capsys, chapter, *attempts):
     return results(chapter)
 
 
-# ---------------------------------------------------------------- answers that are a dict of shapes
-def shapes_mapped(reference, convert, keys=None):
-    """``reference`` (an answer returning ``{name: shape}``) with the shapes under ``keys`` (all if None)
-    passed through ``convert``: the right answer written another way, or a shape broken on purpose."""
-    def fn(*args):
-        out = reference(*args)
-        return {k: (convert(v) if keys is None or k in keys else v) for k, v in out.items()}
-    return fn
-
-
-def shapes_changed(reference, sizes, **changes):
-    """``reference`` with some shapes replaced by templates: each string in ``changes[name]`` is a key of
-    ``sizes(*args)`` (the exercise's sizes by name), each number stays as it is."""
-    def fn(*args):
-        out, size = reference(*args), sizes(*args)
-        for key, template in changes.items():
-            out[key] = tuple(size[n] if isinstance(n, str) else n for n in template)
-        return out
-    return fn
-
-
-def shapes_without(reference, key):
-    """``reference`` with the shape ``key`` left out."""
-    def fn(*args):
-        out = reference(*args)
-        del out[key]
-        return out
-    return fn
-
-
-def shape_styles(reference, listed):
-    """The right answer of a ``{name: shape}`` exercise, its shapes written in the other styles that count: the
-    shape ``listed`` as a list, the output as a torch.Size, every shape in numpy integers, in 0-d torch
-    integers, in integral floats."""
-    return [shapes_mapped(reference, list, [listed]),
-            shapes_mapped(reference, torch.Size, ["output"]),
-            shapes_mapped(reference, lambda s: tuple(np.int64(n) for n in s)),  # numpy integers
-            shapes_mapped(reference, lambda s: tuple(torch.tensor(n) for n in s)),  # 0-d torch integers
-            shapes_mapped(reference, lambda s: tuple(float(n) for n in s))]  # integral floats count as integers
-
-
-def shape_dict_stubs(reference, *args):
-    """The stubs of an exercise whose answer is ``{name: shape}``: every shape still ``...``, or only the output's."""
-    return [lambda *a: {k: ... for k in reference(*args)}, shapes_mapped(reference, lambda s: ..., ["output"])]
-
-
-def shape_dict_garbage(reference, *args):
-    """Answers that give every name of ``reference(*args)`` the same broken shape."""
-    return [_every_shape_is(bad, reference, args) for bad in ["x", (1.5, 2), None, ((1, 2), 3)]]
-
-
-def _every_shape_is(bad, reference, args):
-    return lambda *a: {k: bad for k in reference(*args)}
-
-
-# What a function handed in for a mask or a shapes exercise may return instead (beyond the generic garbage).
+# What a function handed in for a mask exercise may return instead (beyond the generic garbage).
 RETURNED_GARBAGE = [
     lambda *a: float("nan"),
     lambda *a: torch.full((4, 4), float("nan")),

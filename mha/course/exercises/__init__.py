@@ -4,7 +4,7 @@ Each checker takes what the student wrote (a function, a tensor, a class or a
 number), prints one verdict in Chinese, returns True/False and never raises.
 ``summary("ch04")`` shows which of a chapter's exercises pass.
 """
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13
 from .verdicts import results, summary
 from .ch01 import *  # noqa: F401,F403
 from .ch02 import *  # noqa: F401,F403
@@ -16,28 +16,10 @@ from .ch07 import *  # noqa: F401,F403
 from .ch08 import *  # noqa: F401,F403
 from .ch09 import *  # noqa: F401,F403
 from .ch10 import *  # noqa: F401,F403
+from .ch11 import *  # noqa: F401,F403
+from .ch12 import *  # noqa: F401,F403
+from .ch13 import *  # noqa: F401,F403
 
-_CHAPTERS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10)
+_CHAPTERS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13)
 
 __all__ = ["summary", "results"] + [name for module in _CHAPTERS for name in module.__all__]
-
-# Chapter 13, the trained numeral Transformer
-from . import ch13  # noqa: E402
-from .ch13 import *  # noqa: F401,F403,E402
-
-_CHAPTERS += (ch13,)
-__all__ += ch13.__all__
-
-# Chapter 11, why several heads
-from . import ch11  # noqa: E402
-from .ch11 import *  # noqa: F401,F403,E402
-
-_CHAPTERS += (ch11,)
-__all__ += ch11.__all__
-
-# Chapter 12, from the classroom to production
-from . import ch12  # noqa: E402
-from .ch12 import *  # noqa: F401,F403,E402
-
-_CHAPTERS += (ch12,)
-__all__ += ch12.__all__

@@ -29,6 +29,18 @@ def part(value, what: str):
     return value
 
 
+def as_parts(value, n: int, expected: str, verb: str = "返回了") -> tuple:
+    """A tuple or list of exactly ``n`` parts; ``expected`` says what they are ("应该返回三个张量 (out, K, V)").
+    A stub, or a stub in any part: not done yet."""
+    if is_stub(value):
+        raise NotDone()
+    if not isinstance(value, (tuple, list)) or len(value) != n:
+        raise Mistake(f"{expected}，却{verb} {describe(value)}")
+    if any(is_stub(v) for v in value):
+        raise NotDone()
+    return tuple(value)
+
+
 def as_int(value, what: str) -> int:
     """Accept Python, numpy and 0-d torch integers, and integral floats (``262656.0``), the same everywhere."""
     value = _scalar(part(value, what))
@@ -68,17 +80,6 @@ def as_shape(value, what: str) -> tuple:
     if len(value) > MAX_DIMS:  # checked before looking at every item: a list of a million numbers is no shape
         raise Mistake(f"{what} 有 {len(value)} 项，不像一个形状：形状里每一维一个数，例如 (1, 2, 3)")
     return tuple(as_int(n, f"{what} 的第 {i + 1} 项") for i, n in enumerate(value))
-
-
-def as_shape_dict(value, keys, what: str = "答案") -> dict:
-    """A dict with exactly the needed ``keys`` (extra keys allowed), each a shape."""
-    value = part(value, what)
-    if not isinstance(value, dict):
-        raise Mistake(f"{what} 应该是一个 dict（键是 {tuple(keys)}），却是 {type_name(value)}")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise Mistake(f"{what} 缺少这些键：{missing}")
-    return {k: as_shape(value[k], f'{what}["{k}"]') for k in keys}
 
 
 def plain(x: torch.Tensor) -> torch.Tensor:

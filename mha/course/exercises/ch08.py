@@ -325,9 +325,6 @@ def _forward(student, cls, args, shape) -> torch.Tensor:
     return out
 
 
-_matches = same
-
-
 def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
     student = _build(cls, d_model, h)
     dtype = student.W_q.weight.dtype
@@ -343,15 +340,15 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
     args = (q_in, k_in, v_in) if kind == "self" else (q_in, k_in, v_in, mask)
     out = _forward(student, cls, args, (B, h, L, S, d_model))
     where = f"{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}"
-    if _matches(out, want):
+    if same(out, want):
         return
     if k is not q:
         with torch.no_grad():
-            if _matches(out, reference(q, v, k, mask=mask)):
+            if same(out, reference(q, v, k, mask=mask)):
                 raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
     with torch.no_grad():
         name_the_match(out, ((_variant(reference, q, k, v, mask, **switches), why) for switches, why in MISTAKES),
-                       suffix=f"（{where}）", same=_matches)
+                       suffix=f"（{where}）", same=same)
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
                  hint="逐步对照 mha.MultiHeadAttention.forward：投影 → 分头 → 注意力 → Concat → W^O")
 
@@ -439,10 +436,9 @@ def check_scale_bug(answer):
     want = _scores_ratio(d, h)
     if abs(factor - want) <= 0.01 * want:
         return
-    if abs(factor - 1 / want) <= 0.01 / want:
-        raise Mistake(f"factor = {factor:g} 反了：√d_model 比 √d_k 大，除以它得到的分数更小，是正确值的 √(d_k / d_model) 倍")
-    if abs(factor - want ** 2) <= 0.01 * want ** 2:
-        raise Mistake(f"factor = {factor:g} 是 d_k / d_model：分数除以的是平方根，倍数是 √(d_k / d_model)")
+    name_the_match(factor, [(1 / want, "反了：√d_model 比 √d_k 大，除以它得到的分数更小，是正确值的 √(d_k / d_model) 倍"),
+                            (want ** 2, "是 d_k / d_model：分数除以的是平方根，倍数是 √(d_k / d_model)")],
+                   prefix=f"factor = {factor:g} ", same=lambda got, wrong: abs(got - wrong) <= 0.01 * wrong)
     if abs(factor - want) <= 0.03 * want:
         raise Mistake(f"factor = {factor:g} 接近了，但差了 {abs(factor - want) / want:.1%}：多写几位小数（1% 以内算对）")
     raise Mistake(f"factor = {factor:g} 不对：buggy 的分数 = QKᵀ/√d_model，正确的 = QKᵀ/√d_k，两者相除是多少？")

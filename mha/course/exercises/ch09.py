@@ -18,9 +18,8 @@ import torch
 from mha.layer import MultiHeadAttention
 from mha.masks import padding_mask, padding_mask_from_lengths
 from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, same
-from .ch01 import as_index_list
 from .gradients import expect_gradients
-from .records import check_mask, dict_answer, name_choice
+from .records import Ask, Which, check_mask, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
 
@@ -83,10 +82,15 @@ def _pool_wrongs(out, keep):
     k = keep[..., None].to(out.dtype)  # (B, L, 1)
     n = k.sum(1)  # (B, 1): real tokens per sentence
     first = (torch.arange(keep.shape[1])[None, :] < keep.sum(1, keepdim=True))[..., None].to(out.dtype)
+    before_pad = keep.int().cumprod(-1)[..., None].to(out.dtype)  # (B, L, 1): the rows before the first PAD
     return [(out.mean(1), "PAD 的行也算进了平均：PAD 作为 query 照样算出了一行输出，可它不是句子的内容"),
             ((out * k).sum(1) / keep.shape[1], "除以了 L：PAD 的行虽然被置 0，分母还得是这句话的真实 token 数"),
             ((out * k).sum(1), "只求了和，没有除以真实 token 数"),
-            ((out * first).sum(1) / n, "按长度取了前几行：PAD 可能在句子中间，要逐个 token 看掩码")]
+            ((out * first).sum(1) / n, "按长度取了前几行：PAD 可能在句子中间，要逐个 token 看掩码"),
+            ((out * before_pad).sum(1) / before_pad.sum(1), "只取了第一个 PAD 之前的行：PAD 可能在句子中间，"
+                                                            "它后面的真实 token 也要算进平均，要逐个 token 看掩码"),
+            ((out * (1 - k)).sum(1) / (1 - k).sum(1), "掩码的极性反了：你平均的是 PAD 的行。掩码里 True 是真实 token，"
+                                                      "要留下的是 True 的行")]
 
 
 @checker("ch09", "9.2", "注意力之后：只对真实 token 取平均")
@@ -132,20 +136,26 @@ def pad_change_truth() -> tuple:
     return rows(w1, w2), rows(o1[:, None], o2[:, None])
 
 
-@checker("ch09", "9.3", "预测：只改 PAD 的词向量，哪些行会变")
-def check_pad_change(answer):
-    """``answer = {"weights_rows": [...], "output_rows": [...]}``: for "You are welcome PAD" with the padding mask,
-    the query rows of the weights (in any head) and the rows of the output that change when only PAD's word
-    vector changes."""
-    dict_answer(answer, ("weights_rows", "output_rows"), '{"weights_rows": [...], "output_rows": [...]}')
-    L, pad = PAD_QUESTION["L"], PAD_QUESTION["pad_at"]
-    for key, truth in zip(("weights_rows", "output_rows"), pad_change_truth()):
-        got = sorted(set(as_index_list(answer[key], f'answer["{key}"]')))
-        name_choice(got, truth, [
-            ([], f"PAD 作为 query 的那一行照常算：它的 query 由 PAD 的词向量算出，会跟着变（第 {pad} 行）"),
-            (list(range(L)), "PAD 的 key 被掩码挡住，PAD 的 value 权重为 0：别的 query 的权重和输出都不受 PAD 的词向量影响"),
-            ([pad + 1], "行号从 0 数：PAD 是第 4 个 token，下标 3")], f'answer["{key}"]',
-            "提示：PAD 的词向量会变成它的 query、key 和 value，三者各去了哪里？")
+_L, _PAD = PAD_QUESTION["L"], PAD_QUESTION["pad_at"]
+_PAD_WRONGS = (([], f"PAD 作为 query 的那一行照常算：它的 query 由 PAD 的词向量算出，会跟着变（第 {_PAD} 行）"),
+               (list(range(_L)), "PAD 的 key 被掩码挡住，PAD 的 value 权重为 0：别的 query 的权重和输出都不受 PAD 的词向量影响"),
+               ([_PAD + 1], "行号从 0 数：PAD 是第 4 个 token，下标 3"),
+               (list(range(_PAD)), "正好反了：前三行不受影响，变的是 PAD 自己那一行"))
+_PAD_HINT = "PAD 的词向量会变成它的 query、key 和 value，三者各去了哪里？"
+PAD_CHANGE = Which(  # answer = {"weights_rows": [...], "output_rows": [...]}
+    id="9.3", chapter="ch09", title="预测：只改 PAD 的词向量，哪些行会变",
+    right=lambda: dict(zip(("weights_rows", "output_rows"), pad_change_truth())), size=_L,
+    setting="“You are welcome PAD”，用本章的 padding 掩码。只把 PAD 的词向量从 0 换成别的数，",
+    asks={"weights_rows": Ask("注意力权重里哪些 query 行会变（任何一个头）？（行号从 0 数）",
+                              f"只有 PAD 自己的 query 变了：第 {_PAD} 行的分数跟着变；它的 key 被挡住，别的行的权重不变。",
+                              _PAD_HINT, _PAD_WRONGS),
+          "output_rows": Ask("层的输出里哪些行会变？（行号从 0 数）",
+                             f"PAD 的 key 被挡住、value 的权重为 0，别的行都不受影响；只有 PAD 自己那一行（第 {_PAD} 行）的 query 变了。",
+                             _PAD_HINT, _PAD_WRONGS)})
+check_pad_change = predict_which(PAD_CHANGE)
+check_pad_change.__doc__ = """``answer = {"weights_rows": [...], "output_rows": [...]}``: for "You are welcome PAD" with the padding
+mask, the query rows of the weights (in any head) and the rows of the output that change when only PAD's word
+vector changes."""
 
 
 # ---------------------------------------------------------------- 9.4 (predict: how many attention weights are 0)
@@ -174,12 +184,10 @@ def check_zero_weights(answer):
     truth = zero_weights_truth(B, h, L, lengths)
     if n == truth:
         return
-    per_head = sum(L * (L - n_real) for n_real in lengths)
-    if n == per_head:
-        raise Mistake(f"{n} 只数了一个头：每个头都有一张 (L, S) 的权重表，h = {h} 个头都一样被挡住")
-    if n == h * sum(L * L - n_real * n_real for n_real in lengths):
-        raise Mistake(f"{n} 把 PAD 的 query 行也当成了全 0：padding mask 的形状是 (B, 1, 1, S)，只挡 key（列）；"
-                      "PAD 位置的 query 仍然对真实 token 分配权重，这一行加起来还是 1")
-    if n == h * sum(L - n_real for n_real in lengths):
-        raise Mistake(f"{n} 每个 PAD key 只数了一次：每个 query 行都挡住这个 key，一共 L = {L} 行")
+    name_the_match(n, [
+        (sum(L * (L - n_real) for n_real in lengths), f"只数了一个头：每个头都有一张 (L, S) 的权重表，h = {h} 个头都一样被挡住"),
+        (h * sum(L * L - n_real * n_real for n_real in lengths), "把 PAD 的 query 行也当成了全 0：padding mask 的形状是 "
+         "(B, 1, 1, S)，只挡 key（列）；PAD 位置的 query 仍然对真实 token 分配权重，这一行加起来还是 1"),
+        (h * sum(L - n_real for n_real in lengths), f"每个 PAD key 只数了一次：每个 query 行都挡住这个 key，一共 L = {L} 行"),
+    ], prefix=f"{n} ", same=int.__eq__)
     raise Mistake(f"{n} 不对。提示：被挡住的是 key 的列；第二句有 {L - lengths[1]} 个 PAD key，每个 query、每个头都看不到它们")

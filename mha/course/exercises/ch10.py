@@ -17,8 +17,7 @@ import torch
 from mha.masks import causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths
 from mha.steps import apply_causal
 from .answers import as_int, expect_tensor, part
-from .ch01 import as_index_list
-from .records import as_names, check_mask, dict_answer
+from .records import as_index_list, as_names, check_mask, dict_answer
 from .running import call
 from .verdicts import checker, Mistake
 

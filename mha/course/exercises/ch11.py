@@ -16,9 +16,9 @@ import functools
 
 import torch
 
-from .answers import as_int, as_number, name_the_match
+from .answers import as_int, as_number, as_parts, name_the_match
 from .running import call
-from .verdicts import Mistake, NotDone, checker, describe, is_stub
+from .verdicts import Mistake, checker
 
 __all__ = ["check_plateau", "check_ablation_prediction", "check_head_costs"]
 
@@ -82,20 +82,15 @@ def ablation_reference() -> tuple:
 
 
 def _two_numbers(answer):
-    if is_stub(answer):
-        raise NotDone()
     if isinstance(answer, dict):
         raise Mistake("答案写成两个数的 tuple：(答 x[t-1] 的准确率, 答 x[t-3] 的准确率)，不要写成 dict")
-    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-        raise Mistake(f"答案应该是两个数 (答 x[t-1] 的准确率, 答 x[t-3] 的准确率)，却收到了 {describe(answer)}")
-    if any(is_stub(a) for a in answer):
-        raise NotDone()
-    first = as_number(answer[0], "答 x[t-1] 的准确率")
-    second = as_number(answer[1], "答 x[t-3] 的准确率")
-    for value, name in ((first, "答 x[t-1] 的准确率"), (second, "答 x[t-3] 的准确率")):
+    names = ("答 x[t-1] 的准确率", "答 x[t-3] 的准确率")
+    parts = as_parts(answer, 2, f"答案应该是两个数 ({', '.join(names)})", verb="收到了")
+    numbers = [as_number(a, name) for a, name in zip(parts, names)]
+    for value, name in zip(numbers, names):
         if not 0 <= value <= 1:
             raise Mistake(f"{name} 应该在 0 和 1 之间（是比例，不是百分数），你给了 {value:g}")
-    return first, second
+    return numbers
 
 
 @checker("ch11", "11.2", "预测一次消融：去掉回看 3 步的那个头")
@@ -138,11 +133,7 @@ def check_head_costs(fn):
     """``fn(B, L, S, d_model, h) -> (multiplications, max_rank)``: the scalar multiplications of all h
     heads' ``Q_i K_i^T`` together, and the largest rank one head's (L, S) score matrix can have."""
     for B, L, S, d_model, h in COST_CASES:
-        out = call(fn, B, L, S, d_model, h, what="你的函数")
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise Mistake(f"应该返回两个整数 (乘法次数, 最大的秩)，却返回了 {describe(out)}")
-        if any(is_stub(v) for v in out):
-            raise NotDone()
+        out = as_parts(call(fn, B, L, S, d_model, h, what="你的函数"), 2, "应该返回两个整数 (乘法次数, 最大的秩)")
         case = f"B={B}, L={L}, S={S}, d_model={d_model}, h={h}"
         mults, rank = as_int(out[0], f"{case} 的乘法次数"), as_int(out[1], f"{case} 的秩")
         want_mults, want_rank = head_costs_reference(B, L, S, d_model, h)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .answers import as_int, expect_close, expect_tensor, name_the_match, same
+from .answers import as_int, as_parts, expect_close, expect_tensor, name_the_match, same
 from .running import call
 from .verdicts import Mistake, NotDone, checker, describe, is_stub
 
@@ -38,11 +38,7 @@ def check_decode_step(fn):
         q, k_new, v_new = q_all[:, :, -1:], k_all[:, :, -1:], v_all[:, :, -1:]
         K_cache, V_cache = k_all[:, :, :-1].clone(), v_all[:, :, :-1].clone()
         case = f"B={B}, h={h}, 缓存 S={S}, d_k={d_k}："
-        out = call(fn, q, k_new, v_new, K_cache, V_cache, what="你的函数")
-        if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise Mistake(f"应该返回三个张量 (out, K, V)，却返回了 {describe(out)}")
-        if any(is_stub(t) for t in out):
-            raise NotDone()
+        out = as_parts(call(fn, q, k_new, v_new, K_cache, V_cache, what="你的函数"), 3, "应该返回三个张量 (out, K, V)")
         got, K, V = (expect_tensor(t, f"{case}返回的{n}") for t, n in zip(out, ("输出", " K", " V")))
         want = F.scaled_dot_product_attention(q_all, k_all, v_all, is_causal=True)[:, :, -1:]  # the full layer's last row
         for cache, cache_in, new, name in ((K, K_cache, k_new, "K"), (V, V_cache, v_new, "V")):
@@ -83,17 +79,14 @@ def check_kv_cache_bytes(fn):
         want = 2 * n_layers * B * S * h_kv * d_k * nbytes
         if got == want:
             continue
-        named = [
+        name_the_match(got, [
             (want * h // h_kv, "你按 h 个头算了：GQA 的缓存只存 h_kv 个 K/V 头，查询头共享它们，查询 q 不进缓存"),
             (want * (h // h_kv) // h_kv, "你用了每组的查询头数 g = h / h_kv；缓存里存的是 h_kv 个 K/V 头"),
             (want // 2, "只算了 K 或 V 一份：缓存里 K 和 V 各存一份"),
             (want // n_layers, "只算了一层：每一层注意力都有自己的缓存"),
             (want // nbytes, "这是数的个数，不是字节数：还要乘每个数占的字节"),
             (want // B, "只算了一个样本：batch 里每个序列各有一份缓存"),
-        ]
-        for wrong, why in named:
-            if got == wrong and wrong != want:
-                raise Mistake(f"{case}：{why}（应该是 {want}，你给了 {got}）")
+        ], prefix=f"{case}：", suffix=f"（应该是 {want}，你给了 {got}）", same=lambda g, w: g == w != want)
         raise Mistake(f"{case}：应该是 {want}，你给了 {got}。提示：每层 K、V 两份，每份 (B, h_kv, S, d_k) 个数")
 
 

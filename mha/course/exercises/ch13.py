@@ -13,7 +13,8 @@ import functools
 
 import torch
 
-from .answers import expect_close, expect_shape, expect_tensor
+from .answers import as_parts, expect_close, expect_shape, expect_tensor
+from .records import check_mask
 from .running import call
 from .verdicts import checker, exception_text, is_stub, Mistake, NotDone
 
@@ -38,17 +39,6 @@ def _pad_reference(words, vocab, pad_id):
     return ids, (ids != pad_id)[:, None, None, :]  # (B, S), (B, 1, 1, S)
 
 
-def _unpack_pair(out, what):
-    if is_stub(out):
-        raise NotDone()
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise Mistake(f"{what} 应该返回两个值 (ids, mask)，却返回了 {type(out).__name__}"
-                      + (f"（长度 {len(out)}）" if isinstance(out, (tuple, list)) else ""))
-    if any(is_stub(x) for x in out):
-        raise NotDone()
-    return expect_tensor(out[0], "ids"), expect_tensor(out[1], "mask")
-
-
 @checker("ch13", "13.1", "把长短不一的中文数字补齐成一批，并做 padding mask")
 def check_pad_numerals(fn):
     """``fn(words list[str], vocab dict[str, int], pad_id int) -> (ids (B, S) long, mask (B, 1, 1, S) bool)``.
@@ -64,7 +54,7 @@ def check_pad_numerals(fn):
                     {c: 20 + shuffled[i] for i, c in enumerate(real)}]
     for (words, pad_id), vocab in [(case, v) for v in vocabularies for case in PAD_CASES]:
         out = call(fn, list(words), dict(vocab), pad_id, what="你的补齐函数", forbid=_pad_shortcuts())
-        ids, mask = _unpack_pair(out, "你的补齐函数")
+        ids, mask = (expect_tensor(t, n) for t, n in zip(as_parts(out, 2, "你的补齐函数应该返回两个值 (ids, mask)"), ("ids", "mask")))
         want_ids, want_mask = _pad_reference(words, vocab, pad_id)
         B, S = want_ids.shape
         if ids.dim() == 2 and ids.shape[0] == B and ids.shape[1] > S:
@@ -93,17 +83,10 @@ def check_pad_numerals(fn):
                           "它要和 scores 的 (B, h, L, S) 对齐：用 [:, None, None, :] 插入头和 query 两个轴")
         if tuple(mask.shape) in ((B, 1, S, 1), (B, S, 1)):
             raise Mistake("mask 屏蔽的是 key（最后一个轴，列），不是 query：形状应该是 (B, 1, 1, S)")
-        expect_shape(mask, (B, 1, 1, S), "mask", hint="padding mask 的形状是 (B, 1, 1, S)")
-        as_bool = mask.ne(0) if mask.dtype != torch.bool else mask
-        if torch.equal(as_bool, ~want_mask) and not torch.equal(want_mask, ~want_mask):
-            raise Mistake("mask 的极性反了：你在 PAD 的位置放了 True。本课约定 True = 可以看（真实的字），PAD 处为 False")
-        if pad_id != 0 and torch.equal(as_bool, (ids != 0)[:, None, None, :]):
-            raise Mistake(f"mask 用了 `ids != 0`，把 PAD 的 id 写死成了 0；这一组的 pad_id 是 {pad_id}")
-        if not torch.equal(as_bool, want_mask):
-            bad = (as_bool != want_mask).nonzero()[0].tolist()
-            raise Mistake(f"mask 有位置不对，例如下标 {tuple(bad)}（batch, 1, 1, key）；应该是 ids != pad_id")
-        if mask.dtype != torch.bool:
-            raise Mistake(f"mask 的位置都对了，但 dtype 是 {mask.dtype}，要求 torch.bool（`masked_fill(~mask, ...)` 需要 bool）")
+        hard_coded = [((ids != 0)[:, None, None, :], f"用了 `ids != 0`，把 PAD 的 id 写死成了 0；这一组的 pad_id 是 {pad_id}")]
+        check_mask(mask, want_mask, "mask", hint="padding mask 的形状是 (B, 1, 1, S)", bad_hint="应该是 ids != pad_id", named=[
+            (~want_mask, "你在 PAD 的位置放了 True，极性反了。本课约定 True = 可以看（真实的字），PAD 处为 False"),
+            *(hard_coded if pad_id != 0 else [])])
 
 
 def _pad_shortcuts() -> tuple:
@@ -197,30 +180,7 @@ def _answers(out, B):
     return list(out)
 
 
-def _counted_calls(model, words):
-    """No full re-decode, at least one decode_step, exactly one encode (13.2, both versions)."""
-    if model.full_decodes:
-        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
-                      "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
-    if not model.steps:
-        raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
-    if model.encodes != 1:
-        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
-                      "encode 一次，把 memory 留着每一步用")
-
-
-def _cut_mistakes(answers, want, wrong, case):
-    """The verdicts for answers cut at the wrong place: <eos> kept, no cut at <eos>, digits missing."""
-    if all(answers[j] == want[j] + "<eos>" for j in wrong):
-        raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
-    if all(answers[j].startswith(want[j]) for j in wrong):
-        raise Mistake(f"没有在各自的 <eos> 处截断：一个数写出 <eos> 之后还在往它的答案里加字；一批里短的数字早就写完了，"
-                      f"之后的输出要丢掉{case}")
-    if all(want[j].startswith(answers[j]) for j in wrong):
-        raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
-
-
-# ---------------------------------------------------------------- 13.2 (now): a forced prefix, then greedy decoding
+# ---------------------------------------------------------------- 13.2 a forced prefix, then greedy decoding
 
 # (numerals, forced prefix): a wrong first digit, a right one, two digits, none at all (plain greedy decoding)
 PREFIX_CASES = [
@@ -259,7 +219,14 @@ def _check_prefix_steps(model, words, prefix, needed):
     from ..numerals.data import BOS, EOS, TGT_TOKENS
 
     steps = model.steps
-    _counted_calls(model, words)
+    if model.full_decodes:
+        raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
+                      "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
+    if not steps:
+        raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
+    if model.encodes != 1:
+        raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
+                      "encode 一次，把 memory 留着每一步用")
     for i, s in enumerate(steps):
         token = s["token"]
         if not isinstance(token, torch.Tensor) or token.dim() != 2 or token.shape[1] != 1:
@@ -329,7 +296,13 @@ def check_continue_prefix(fn):
             raise Mistake(f"答案里少了开头：返回的要是完整的数，prefix 加上模型接着写的部分{case}")
         if prefix and answers == plain:
             raise Mistake(f"答案和不写开头时一模一样：开头的字符没有进 cache，或者写出的答案没有用它{case}")
-        _cut_mistakes(answers, want, wrong, case)
+        if all(answers[j] == want[j] + "<eos>" for j in wrong):
+            raise Mistake(f"把 <eos> 也写进了答案：遇到 <eos> 就停，它本身不是数字{case}")
+        if all(answers[j].startswith(want[j]) for j in wrong):
+            raise Mistake(f"没有在各自的 <eos> 处截断：一个数写出 <eos> 之后还在往它的答案里加字；一批里短的数字早就写完了，"
+                          f"之后的输出要丢掉{case}")
+        if all(want[j].startswith(answers[j]) for j in wrong):
+            raise Mistake(f"答案少了位数：是不是循环停得太早，或者漏掉了最后一步的输出？{case}")
         raise Mistake(f"答案不对{case}：开头喂完之后，每步取 logits 在词表轴上的 argmax，作为写出的 token 和下一步的输入")
 
 

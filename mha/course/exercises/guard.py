@@ -23,35 +23,12 @@ import sys
 import torch
 from torch.overrides import TorchFunctionMode
 
-
-
-# Each coding exercise lists what it forbids: the functions the student is asked to write (their
-# ``mha`` and PyTorch counterparts) and the shortcuts its prompt names. Everything else is allowed:
-# printing, ``mha.fmt``, helpers, every other torch function. An item of ``forbid`` is either
-# * a torch-function pattern (fnmatch on the function's name): ``"*attention*"`` catches
-#   ``F.scaled_dot_product_attention``, ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu``,
-#   ``F.multi_head_attention_forward`` ...; ``"linear"`` catches ``F.linear``, ``nn.Linear``'s forward
-#   and ``torch.ops.aten.linear``. A TorchFunctionMode sees them (a TorchDispatchMode does not: it sits
-#   below the decomposition of ``aten::linear`` and ``aten::scaled_dot_product_attention``);
-# * a Python function or class (its ``__init__`` and ``forward``), seen by a profile hook that only
-#   compares code objects.
-# The checker is a learning aid, not an exam: the watch names a shortcut, it does not fight tampering.
-SDPA = "*attention*"
-
-
+SDPA = "*attention*"  # F.scaled_dot_product_attention, the fused kernels, F.multi_head_attention_forward ...
 LINEAR = "linear"
 
 
 def torch_mha():
     return torch.nn.MultiheadAttention
-
-
-def PREDICT_SHAPES() -> tuple:
-    """What an exercise that asks to *predict* shapes forbids: running the layer or its steps."""
-    from mha import steps
-    from mha.layer import MultiHeadAttention
-    return (SDPA, torch_mha(), MultiHeadAttention, steps.split_heads, steps.merge_heads, steps.attention_scores,
-            steps.attention, steps.project)
 
 
 def _codes(item) -> dict:

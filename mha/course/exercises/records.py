@@ -1,92 +1,25 @@
-"""Exercises as records: one plain record per exercise, read by its checker, the self-check and the tests.
+"""Exercises as records, and the checker bodies that families of exercises share.
 
-A record says what is right (computed by the course package, never typed in), the typical wrong answers with
-why each is wrong (the verdict text; the self-check offers the same answers as its wrong options), what the
-student's code may not call, and the kind of answer. A family of exercises shares one checker body:
-:func:`predict_shape` and :func:`predict_shapes` for the shape predictions, :func:`check_repair` for
-find-the-bug-and-repair.
+A record (:class:`Which`) says what is right (computed by the course package, never typed in), the typical wrong
+answers with why each is wrong (the verdict text; the self-check offers the same answers as its wrong options)
+and the kind of answer; :func:`predict_which` is its checker. The other families: :func:`check_repair` for
+find-the-bug-and-repair, :func:`check_mask` for building a mask, :func:`dict_answer` and :func:`as_names` for
+answers that name things, ``answers.name_the_match`` for "equal to a known wrong answer".
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from .answers import as_shape, as_shape_dict, expect_close, expect_shape, expect_tensor, name_the_match, same
+import numpy as np
+import torch
+
+from .answers import MAX_DIMS, as_int, expect_close, expect_shape, expect_tensor, name_the_match, part, plain, same
 from .gradients import expect_gradients
-from .running import call
 from .verdicts import Mistake, NotDone, checker, is_stub
 
 
-@dataclass(frozen=True)
-class Wrong:
-    """A typical wrong answer: what the student did (``name``), the answers it gives, and why it is wrong."""
-    name: str
-    answers: tuple
-    why: str
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """One exercise. ``right``, ``wrongs`` and ``hint`` take the sizes of one case (``*case``)."""
-    id: str  # "5.1"
-    chapter: str  # "ch05"
-    title: str
-    kind: str  # "shape" (typed in), "shape function" (a function of the case's sizes returning the shape) ...
-    right: Callable  # (*case) -> the reference answer
-    wrongs: Callable  # (*case) -> [Wrong]
-    hint: Callable  # (*case, got) -> the verdict for a wrong answer that no Wrong names
-    cases: tuple = ((),)  # the sizes of each case the checker tries
-    forbids: tuple = ()  # what the student's code may not call (see guard.watch_shortcuts)
-    say: Callable = lambda *case_and_got: f"{case_and_got[-1]} "  # (*case, got) -> how a verdict starts
-    keys: tuple = ()  # kind "shape dict": the names of the shapes the function returns
-    label: str = "shapes"  # kind "shape dict": how a verdict names the returned dict
-    shortcut_hint: str | None = None
-
-
-RECORDS: dict = {}  # exercise id -> Exercise
-
-
-def predict_shape(ex: Exercise):
-    """The checker of a shape prediction: the shape typed in, or a function of the sizes that returns it."""
-    RECORDS[ex.id] = ex
-
-    @checker(ex.chapter, ex.id, ex.title)
-    def check(answer):
-        if is_stub(answer):
-            raise NotDone()
-        for case in ex.cases:
-            if ex.kind == "shape":
-                got = as_shape(answer, "你的答案")
-            else:
-                out = call(answer, *case, what="你的函数", forbid=ex.forbids)
-                got = as_shape(out, "返回值")
-                if isinstance(out, (tuple, list)) and any(isinstance(n, float) for n in out):
-                    raise Mistake(f"返回值 {tuple(out)} 里有小数（例如 d_model / n_heads 得到 64.0）：形状是整数，"
-                                  "用整除 d_model // n_heads")
-            truth = ex.right(*case)
-            if got == truth:
-                continue
-            for wrong in ex.wrongs(*case):
-                if got in wrong.answers:
-                    raise Mistake(ex.say(*case, got) + wrong.why)
-            raise Mistake(ex.hint(*case, got))
-    return check
-
-
-def predict_shapes(ex: Exercise):
-    """The checker of a prediction of several shapes: a function of the case's sizes returning ``{key: shape}``.
-    ``ex.right(*case)`` computes every shape; ``ex.hint(key, got, want, *case)`` names what is wrong with one."""
-    RECORDS[ex.id] = ex
-
-    @checker(ex.chapter, ex.id, ex.title)
-    def check(fn):
-        for case in ex.cases:
-            out = call(fn, *case, what="你的函数", forbid=ex.forbids, shortcut_hint=ex.shortcut_hint)
-            got, want = as_shape_dict(out, ex.keys, ex.label), ex.right(*case)
-            for key in ex.keys:
-                if got[key] != want[key]:
-                    raise Mistake(ex.hint(key, got[key], want[key], *case))
-    return check
+RECORDS: dict = {}  # exercise id -> record (a Which, read by the checker, the self-check and the tests)
 
 
 @dataclass(frozen=True)
@@ -127,17 +60,6 @@ def dict_answer(answer, keys, example: str) -> dict:
     return answer
 
 
-def name_choice(got, truth, wrongs, what: str, hint: str) -> None:
-    """A predicted value (a tuple, a list, a set of names): right, one of the typical ``wrongs`` ``[(value, why)]``
-    (named with its reason), or wrong with ``hint``."""
-    if got == truth:
-        return
-    for value, why in wrongs:
-        if got == value:
-            raise Mistake(f"{what} = {got}：{why}")
-    raise Mistake(f"{what} = {got} 不对。{hint}")
-
-
 def as_names(value, allowed, what: str) -> frozenset:
     """A list/tuple/set of names, each one of ``allowed`` (a single name counts as a list of one)."""
     if isinstance(value, str):
@@ -155,7 +77,6 @@ def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = 
     """The family of mask-building exercises: ``out`` (what the student's function returned) must have ``want``'s
     shape, positions and dtype bool. A wrong mask equal to one of ``named`` ``[(mask, why)]`` is named; an inverted
     one is called inverted; otherwise the first wrong position is shown."""
-    import torch
     out = expect_tensor(out, where)
     expect_shape(out, want.shape, where, hint=hint)
     got = out if out.dtype == torch.bool else out.ne(0)
@@ -174,7 +95,6 @@ def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = 
 def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, hint: str, **tol) -> None:
     """``got`` is differentiable and, for one random upstream gradient, its gradients w.r.t. ``got_wrt`` (name ->
     tensor) equal those of the reference ``want`` w.r.t. ``want_wrt`` (the same tensors' copies, in that order)."""
-    import torch
     expect_gradients(got, got_wrt, what)
     g = torch.randn(want.shape, dtype=want.dtype)
     got_grads = torch.autograd.grad((got * g.to(got.dtype)).sum(), list(got_wrt.values()), allow_unused=True)
@@ -186,10 +106,6 @@ def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, h
 # ---------------------------------------------------------------- which positions change (a reasoning family)
 def as_index_list(value, what: str) -> list[int]:
     """A list of position numbers: list/tuple/set/range, a 1-d integer tensor or array; each item via as_int."""
-    import numpy as np
-    import torch
-
-    from .answers import MAX_DIMS, as_int, plain
     if isinstance(value, torch.Tensor):
         value = plain(value).detach()
     n = value.numel() if isinstance(value, torch.Tensor) else len(value) if hasattr(value, "__len__") else 0
@@ -247,7 +163,6 @@ class Which:
 
 
 def _positions(answer, ex: Which) -> dict:
-    from .answers import part
     if ex.ordered and isinstance(answer, (set, frozenset)):
         raise Mistake("你的答案是一个集合，集合没有顺序；这里每一项的位置有意义，写成列表 [...]")
     if ex.keys == ("",):
@@ -277,11 +192,11 @@ def predict_which(ex: Which):
             name = f'answer["{key}"] = {g}' if key else f"你的答案 {g}"
             if g == t:
                 continue
-            if g == [p + 1 for p in t]:
-                raise Mistake(f"{name}：位置编号从 0 开始数（0 到 {n - 1}），你的答案像是从 1 开始数的")
             for wrong, why in ask.wrongs:
                 if g == list(wrong):
                     raise Mistake(f"{name}：{why}")
+            if g == [p + 1 for p in t]:
+                raise Mistake(f"{name}：位置编号从 0 开始数（0 到 {n - 1}），你的答案像是从 1 开始数的")
             if ex.ordered and len(g) != n:
                 raise Mistake(f"{name} 有 {len(g)} 个数：要写 {n} 个，每一行一个")
             if any(p < 0 or p >= n for p in g):

@@ -7,7 +7,7 @@ import torch
 
 from .answers import plain
 from .guard import shortcut_message, watch_shortcuts
-from .snapshots import _changed, _snapshot
+from .snapshots import _changed, _parameter_names, _snapshot, _tensors_in
 from .verdicts import (_PACKAGE_DIR, _TORCH_DIR, Mistake, NotDone, _safely, _students_frame, _where,
                        exception_text, is_stub, type_name)
 
@@ -43,7 +43,7 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortc
     if watch.hits:
         raise Mistake(shortcut_message(watch.hits[0], shortcut_hint))
     if crash is not None:
-        raise Mistake(_crash_message(crash, what, len(args))) from None
+        raise Mistake(_crash_message(crash, what, fn, args)) from None
     if out is NotImplemented or out is Ellipsis:
         raise NotDone()
     if isinstance(out, torch.Tensor):
@@ -71,16 +71,19 @@ def _module_initialised(module) -> bool:
     return "_modules" in _safely(lambda m: object.__getattribute__(m, "__dict__"), module, {})
 
 
-def _crash_message(crash: BaseException, what: str, n_args: int) -> str:
+def _crash_message(crash: BaseException, what: str, fn, args) -> str:
     """What a verdict says about an exception the student's function raised."""
     if isinstance(crash, SystemExit):
         return f"{what} 调用了 sys.exit()（或 exit()、quit()），检查没法继续；去掉它，用 return 返回结果"
     frames = traceback.extract_tb(crash.__traceback__)
     if isinstance(crash, TypeError) and len(frames) == 1:  # the call itself failed: wrong arguments
         return (f"{what} 的参数和题目给的不一样（{exception_text(crash)}）：检查参数的个数和顺序，"
-                f"检查函数会这样调用它：{n_args} 个位置参数")
+                f"检查函数会这样调用它：{len(args)} 个位置参数")
     hint = ""
     if isinstance(crash, RuntimeError) and "leaf Variable that requires grad" in str(crash):
-        hint = ("。提示：原地改了一个需要梯度的张量。如果它是传给你的函数的输入，不要改它，先 .clone() 一份再改"
-                "（或者不用原地操作）；如果你要改写的是一个 Parameter（例如 layer.weight.copy_(...)），把这几行放进 with torch.no_grad(): 里")
+        inputs = [path for label, a in zip(_parameter_names(fn, len(args)), args) for path, t in _tensors_in(a, label)
+                  if t.is_leaf and t.requires_grad and not isinstance(t, torch.nn.Parameter)]
+        hint = (f"。提示：原地改了传进来的{inputs[0]}（它需要梯度）：不要改动输入，先 .clone() 一份再改，或者不用原地操作" if inputs
+                else "。提示：原地改了一个需要梯度的张量。如果你要改写的是一个 Parameter（例如 layer.weight.copy_(...)），"
+                     "把这几行放进 with torch.no_grad(): 里；如果它是输入，先 .clone() 一份再改")
     return f"{what} 运行时抛出了 {exception_text(crash)}{_where(_students_frame(frames))}{hint}"

@@ -20,13 +20,8 @@ import torch
 
 
 PASS = "✅ 通过"
-
-
 FAIL = "❌ 未通过"
-
-
 TODO = "⏳ 还没完成"
-
 
 # chapter -> OrderedDict(exercise id -> (title, status or None))
 _REGISTRY: "OrderedDict[str, OrderedDict[str, list]]" = OrderedDict()
@@ -73,22 +68,16 @@ def is_stub(obj) -> bool:
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # .../mha
-
-
 _CHECKER_DIR = os.path.dirname(os.path.abspath(__file__))  # .../mha/course/exercises
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+# Where code that is neither the student's nor the course's lives: the standard library and site-packages.
+_LIBRARY_DIRS = tuple({os.path.abspath(p) + os.sep
+                       for p in [*(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")), *site.getsitepackages()]})
 
 
 def _where(frame) -> str:
     """``（第 N 行：code）`` for a traceback frame, or nothing when its line is unknown."""
     return f"（第 {frame.lineno} 行：{frame.line}）" if frame is not None and frame.line else ""
-
-
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-
-
-# Where code that is neither the student's nor the course's lives: the standard library and site-packages.
-_LIBRARY_DIRS = tuple({os.path.abspath(p) + os.sep
-                       for p in [*(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")), *site.getsitepackages()]})
 
 
 def _students_frame(frames):
@@ -109,8 +98,6 @@ def _raised_by_student(error: BaseException) -> bool:
 # A verdict quotes what came back; that must work for every value, also one whose __repr__ or
 # __str__ raises, a module built without super().__init__(), a huge list: shown short, never raising.
 _SHORT = reprlib.Repr()
-
-
 _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxdict = 60, 80, 8, 8, 6
 
 
