@@ -29,7 +29,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .exercises import ch02, ch05, ch06, ch07, ch08, ch09, ch10
+from .exercises import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
 from .exercises.records import RECORDS
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask
@@ -126,17 +126,20 @@ def _exercise(exercise_id: str):
     return register
 
 
-def _from_which(exercise_id: str) -> list:
+WARMUP = "热身（和练习同一类问题，换了一组数）："  # the self-check of a "which positions" exercise asks a sibling case
+
+
+def _from_which(ex) -> list:
     """One multiple-choice question per key of a "which positions change" record (:class:`records.Which`): its
-    truth, and its typical wrong answers with the checker's own words."""
-    ex = RECORDS[exercise_id]
-    truth = ex.right()
-    return [_choice(ex.setting + ask.question, truth[key], ask.right_why, [(list(w), why + "。") for w, why in ask.wrongs])
+    truth, and its typical wrong answers (those within the positions) with the checker's own words."""
+    truth, lead = ex.right(), "" if ex is RECORDS.get(ex.id) else WARMUP
+    return [_choice(lead + ex.setting + ask.question, truth[key], ask.right_why,
+                    [(list(w), why + "。") for w, why in ask.wrongs if all(0 <= p < (ask.size or ex.size) for p in w)])
             for key, ask in ex.asks.items()]
 
 
-for _id in ("1.1", "1.2"):
-    _exercise(_id)(functools.partial(_from_which, _id))
+_exercise("1.1")(functools.partial(_from_which, ch01.WARMUP))
+_exercise("1.2")(lambda: _from_which(RECORDS["1.2"]))
 
 
 def _block_label(choice) -> str:
@@ -191,7 +194,7 @@ def _block_inputs():
     ]
 
 
-_exercise("3.1")(functools.partial(_from_which, "3.1"))
+_exercise("3.1")(functools.partial(_from_which, ch03.WARMUP))
 
 
 def _count(module: nn.Module) -> int:
@@ -222,8 +225,8 @@ def _parameter_count():
     ]
 
 
-for _id in ("4.1", "5.1"):
-    _exercise(_id)(functools.partial(_from_which, _id))
+for _module in (ch04, ch05):
+    _exercise(_module.WARMUP.id)(functools.partial(_from_which, _module.WARMUP))
 
 
 def measured_variance(d_k: int, n: int = 20_000, scale: bool = False) -> float:
