@@ -38,7 +38,6 @@ SOURCE_WRONGS = [  # (name, (t, j, L, h, d_k) -> the (i, t', m) a typical mistak
      "把一行读成了 (d_k, h)：头不是隔 h 列交错放的，每个头占连续的 d_k 列 [i·d_k, (i+1)·d_k)"),
     ("swapped", lambda t, j, L, h, d_k: (j % d_k, t, j // d_k), "i 和 m 放反了：j // d_k 是头的下标，j % d_k 是头里的第几维"),
     ("from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k + 1), "从 1 数了：代码里的下标 i、t、m 都从 0 数"),
-    ("head from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k), "头的下标从 1 数了：代码里的下标从 0 数"),
 ]
 BUGGY_IS_RIGHT = ("这是正确 Concat 的来源；merge_heads_buggy 没有 transpose，它的一行装的不是一个 token。"
                   "reshape 只按内存顺序重新切：先算出 (t, j) 在一句话里排第几个数，再按 heads 的 (h, L, d_k) 顺序拆开")
@@ -68,6 +67,8 @@ def check_concat_source(answer):
             for _, wrong, why in SOURCE_WRONGS:
                 if all(got[k] == wrong(*k, L, h, d_k) for k in truth):
                     raise Mistake(f"{what}：{why}")
+            if all(n - m in (0, 1) for k in truth for n, m in zip(got[k], truth[k])):
+                raise Mistake(f"{what}：下标要从 0 数，你的答案像是从 1 数的（应该是 {truth[t, j]}）：代码里的 i、t、m 都从 0 数")
             raise Mistake(f"{what} 不对，应该是 {truth[t, j]}。" + (
                 "提示：Concat 的第 i 个头占 [i·d_k, (i+1)·d_k) 列，token 不动" if key == "right" else
                 "提示：buggy 没有搬动任何数，concat 的一句话和 heads 的一句话在内存里是同一串数"))
