@@ -131,10 +131,17 @@ WARMUP = "热身（和练习同一类问题，换了一组数）："  # the self
 
 def _from_which(ex) -> list:
     """One multiple-choice question per key of a "which positions change" record (:class:`records.Which`): its
-    truth, and its typical wrong answers (those within the positions) with the checker's own words."""
+    truth, and its typical wrong answers with the checker's own words: each answer once, the first mistake that
+    gives it (as the checker names it), and only answers within the positions."""
     truth, lead = ex.right(), "" if ex is RECORDS.get(ex.id) else WARMUP
-    return [_choice(lead + ex.setting + ask.question, truth[key], ask.right_why,
-                    [(list(w), why + "。") for w, why in ask.wrongs if all(0 <= p < (ask.size or ex.size) for p in w)])
+
+    def options(key, ask):
+        answers = [truth[key]]
+        for w, why in ask.wrongs:
+            if list(w) not in answers and all(0 <= p < (ask.size or ex.size) for p in w):
+                answers.append(list(w))
+                yield list(w), why + "。"
+    return [_choice(lead + ex.setting + ask.question, truth[key], ask.right_why, list(options(key, ask)))
             for key, ask in ex.asks.items()]
 
 

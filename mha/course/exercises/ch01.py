@@ -22,6 +22,11 @@ from .verdicts import checker, Mistake
 __all__ = ["check_permuted_rows", "check_changed_positions_cross", "check_dependency_matrix"]
 
 
+def positions(moved: torch.Tensor) -> list[int]:
+    """The indices where a 1-d bool tensor is True."""
+    return moved.nonzero().flatten().tolist()
+
+
 def _layer(d_model: int = 4):
     from mha.layer import MultiHeadAttention
     return MultiHeadAttention(d_model, 2).eval()
@@ -90,8 +95,7 @@ def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4
     q2, kv2 = q.clone(), kv.clone()
     (kv2 if which == "kv" else q2)[0, k] = torch.randn(d_model)
     with torch.no_grad():
-        moved = (layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6  # (L,)
-    return moved.nonzero().flatten().tolist()
+        return positions((layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6)  # (L,)
 
 
 _L, _S, _KV, _Q = (CROSS_POSITIONS_QUESTION[k] for k in ("L", "S", "kv_changed", "q_changed"))
@@ -135,7 +139,7 @@ def _edited(x: torch.Tensor, edit) -> torch.Tensor:
 
 def _moved(f, x, x2, threshold=THRESHOLD) -> list[int]:
     """The output positions j where some number of f(x2) differs from f(x) by more than ``threshold``."""
-    return (_outputs(f, x, x2).abs().amax(dim=(0, 2)) > threshold).nonzero().flatten().tolist()
+    return positions(_outputs(f, x, x2).abs().amax(dim=(0, 2)) > threshold)
 
 
 def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
@@ -206,9 +210,6 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
     """(answer of a typical wrong experiment, what it did wrong), in the order they are tried."""
     x2 = _edited(x, lambda t: t[:, k].add_(1.0))
     delta = _outputs(f, x, x2)  # (B, L, d_model)
-
-    def positions(moved):
-        return moved.nonzero().flatten().tolist()
     add = "要写 x2[:, k] = x2[:, k] + 1"
     yield _moved(lambda t: t, x, x2, 0), "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)"
     yield (_moved(f, x, _edited(x, lambda t: t[:, k].fill_(1.0))), f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上"

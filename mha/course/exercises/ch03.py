@@ -14,7 +14,7 @@ from torch import nn
 from mha.steps import project
 
 from .answers import as_int, expect_close, expect_tensor, name_the_match
-from .ch01 import flat_positions
+from .ch01 import flat_positions, positions
 from .gradients import expect_gradients
 from .guard import LINEAR
 from .records import Ask, Which, predict_which
@@ -34,11 +34,8 @@ def gradient_reach(d_model: int = 6, at=AT, L: int = 3) -> dict:
     from mha.layer import MultiHeadAttention
     layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, L, d_model, requires_grad=True)
     with torch.enable_grad():
-        g_w, g_x = torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x))  # (out, in), (B, L, d_model)
-
-    def nz(t):
-        return (t != 0).nonzero().flatten().tolist()
-    return {"weight_rows": nz(g_w.abs().sum(1)), "weight_cols": nz(g_w.abs().sum(0)), "x_tokens": nz(g_x[at[0]].abs().sum(-1))}
+        g_w, g_x = (g != 0 for g in torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x)))  # (out, in), (B, L, d)
+    return {"weight_rows": positions(g_w.any(1)), "weight_cols": positions(g_w.any(0)), "x_tokens": positions(g_x[at[0]].any(-1))}
 
 
 def _reach(d: int, L: int, at: tuple) -> Which:

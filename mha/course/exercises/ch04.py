@@ -17,7 +17,7 @@ from torch import nn
 
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, part
-from .ch01 import flat_positions
+from .ch01 import flat_positions, positions
 from .records import Ask, Bug, check_repair, Which, predict_which
 from .running import call
 from .verdicts import checker, is_stub, Mistake, NotDone
@@ -45,21 +45,8 @@ def heads_that_move(w_at, x_at, head, cut) -> dict:
         from_x, from_q = layer.W_q(x2), q2
         layer.W_q.weight[w_at] += 1.0
         base, from_w, from_x, from_q = (split_heads(t, H)[0] for t in (q, layer.W_q(x), from_x, from_q))  # (h, L, d_k)
-
-    def nz(moved):
-        return moved.nonzero().flatten().tolist()
-    moved = [(t - base).abs() > 1e-6 for t in (from_w, from_x, from_q)]  # (h, L, d_k) each
-    return {"weight": nz(moved[0].flatten(1).any(-1)), "tokens": nz(moved[1][head].any(-1)),
-            "slice": nz(moved[2][:, cut[0]].any(-1))}
-
-
-def _distinct(truth: list, wrongs: tuple) -> tuple:
-    """The typical wrong answers that give neither the truth nor an earlier one's answer."""
-    seen, kept = [truth], []
-    for w, why in wrongs:
-        if w not in seen:
-            seen.append(w), kept.append((w, why))
-    return tuple(kept)
+    w, x, q = ((t - base).abs() > 1e-6 for t in (from_w, from_x, from_q))  # (h, L, d_k) each
+    return {"weight": positions(w.flatten(1).any(-1)), "tokens": positions(x[head].any(-1)), "slice": positions(q[:, cut[0]].any(-1))}
 
 
 def _moving(w_at, x_at, head, cut) -> Which:
@@ -77,30 +64,30 @@ def _moving(w_at, x_at, head, cut) -> Which:
         asks={"weight": Ask(
             f"x 不动，给 `layer.W_q.weight[{r}, {c}]` 加 1，重新投影、分头：哪些头会变？",
             f"weight 是 (out, in)：它的下标 {r} 的行只算 Q′ 的下标 {r} 的数，这个数进了头 {r} // {d_k} = {r // d_k}。",
-            "weight 是 (out, in)：这个数只参与 Q′ 的哪一个数？那个数分到哪个头？", _distinct([r // d_k], (
+            "weight 是 (out, in)：这个数只参与 Q′ 的哪一个数？那个数分到哪个头？", (
                 ([c // d_k], f"看的是列 {c}：weight 是 (out, in)，weight[{r}, {c}] 把输入特征 {c} 接到输出特征 {r}；"
                              f"分头切的是输出 Q′，Q′ 的下标 {r} 的数属于头 {r} // d_k（输入特征不属于哪个头，每个头都读全部输入）"),
                 (list(range(H)), f"改 x 的一个特征，每个头都会变；可 weight 的一个数只连着 Q′ 的一个数（下标 {r} 的那个），只进一个头"),
                 ([r % H], f"把 Q′ 当成了轮流发给各个头（{r} % {H} = {r % H}）：一个头拿的是连续的一段，"
                           "代码下标为 i 的头拿下标 i·d_k 到 (i+1)·d_k − 1 的数"),
-                ([r // H], f"除以了 n_heads（{r} // {H} = {r // H}）：每个头宽 d_k = {d_k}，Q′ 的下标 {r} 的数属于头 {r} // d_k")))),
+                ([r // H], f"除以了 n_heads（{r} // {H} = {r // H}）：每个头宽 d_k = {d_k}，Q′ 的下标 {r} 的数属于头 {r} // d_k"))),
               "tokens": Ask(
             f"weight 不动，给 `x[0, {t}, {f}]` 加 1，重新投影、分头：头 {head} 里哪些 token 会变？",
-            f"投影和分头都逐 token 计算，只有 token {t} 会变。", "投影和分头会在 token 之间交换信息吗？", _distinct([t], (
+            f"投影和分头都逐 token 计算，只有 token {t} 会变。", "投影和分头会在 token 之间交换信息吗？", (
                 (list(range(L)), f"投影和分头都逐 token 计算：改 token {t} 的输入，只有 token {t} 的那一行会变"
                                  "（token 之间交换信息要到下一步的注意力）"),
                 ([], f"以为每个头只看 x 自己的那一段特征（头 {head} 的那一段是下标 {head * d_k}–{(head + 1) * d_k - 1}，不含下标 {f}）："
                      f"分头切的是投影之后的 Q′，Q′ 的每个数都混合了 x 的全部特征，所以头 {head} 里 token {t} 会变"),
-                ([f], f"{f} 是特征的下标，不是 token：改的是 token {t}"))), size=L),
+                ([f], f"{f} 是特征的下标，不是 token：改的是 token {t}")), size=L),
               "slice": Ask(
             f"x、weight 都不动，直接给 Q′ 的 `q[0, {s}, {a}:{b}]` 加 1 再分头：token {s} 的哪些头会变？",
             f"分头只搬数：下标 {a}–{b - 1} 的数分别进了头 {', '.join(str(n // d_k) for n in near)}。",
-            f"代码下标为 i 的头拿 Q′ 的下标 i·d_k 到 (i+1)·d_k − 1 的数；这里 d_k = {d_k}", _distinct(heads(lambda n: n // d_k), (
+            f"代码下标为 i 的头拿 Q′ 的下标 i·d_k 到 (i+1)·d_k − 1 的数；这里 d_k = {d_k}", (
                 (list(range(H)), "分头只搬数、不做计算：Q′ 的一个数只进一个头（下标 n 的数进头 n // d_k）"),
                 (heads(lambda n: n % H), f"把 Q′ 当成了轮流发给各个头（下标 n 的数进头 n % {H}）：一个头拿的是连续的一段，"
                                          "代码下标为 i 的头拿下标 i·d_k 到 (i+1)·d_k − 1 的数"),
                 (heads(lambda n: n // H), f"除以了 n_heads（下标 n 的数进头 n // {H}）：每个头宽 d_k = {d_k}，下标 n 的数进头 n // d_k"),
-                ([a // d_k], f"只算了切片的开头：{a}:{b} 是下标 {a} 到 {b - 1} 的数，跨过了头的边界"))))})
+                ([a // d_k], f"只算了切片的开头：{a}:{b} 是下标 {a} 到 {b - 1} 的数，跨过了头的边界")))})
 
 
 check_heads_that_move = flat_positions(predict_which(_moving(**ASKED)))

@@ -17,7 +17,7 @@ import torch
 from mha.masks import causal_mask
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
 from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
-from .ch01 import flat_positions
+from .ch01 import flat_positions, positions
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
 from .records import Ask, Which, predict_which
@@ -44,7 +44,7 @@ def rows_that_move(q_at: int, hidden: int, v_at: int, L: int = ROWS_L, d: int = 
         base = attention(q, k, v, keep)[0]
 
         def moved(q=q, v=v, keep=keep):
-            return ((attention(q, k, v, keep)[0] - base).abs() > 1e-6)[0, 0].any(-1).nonzero().flatten().tolist()
+            return positions(((attention(q, k, v, keep)[0] - base).abs() > 1e-6)[0, 0].any(-1))
         return {"change_q": moved(q=q2), "mask_key": moved(keep=hide), "change_v": moved(v=v2)}
 
 
