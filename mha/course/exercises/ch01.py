@@ -85,7 +85,7 @@ WARMUP = _permuted(WARMUP_PERMUTATION)  # the self-check's sibling case
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
-CROSS_POSITIONS_QUESTION = {"L": 4, "S": 6, "kv_changed": 2, "q_changed": 1}
+_L, _S, _KV, _Q = 4, 6, 2, 1  # q has L tokens, kv has S; the kv token and the q token that are replaced
 
 
 def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4) -> list[int]:
@@ -98,7 +98,6 @@ def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4
         return positions((layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6)  # (L,)
 
 
-_L, _S, _KV, _Q = (CROSS_POSITIONS_QUESTION[k] for k in ("L", "S", "kv_changed", "q_changed"))
 check_changed_positions_cross = flat_positions(predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
     "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
     lambda: {"change_kv": cross_changed_positions("kv", _L, _S, _KV), "change_q": cross_changed_positions("q", _L, _S, _Q)},
@@ -146,12 +145,6 @@ def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
     return _moved(f, x, _edited(x, lambda t: t[:, k].add_(1.0)))  # token k of every sentence, every feature
 
 
-def _zero_sum_rows(d_model: int) -> torch.Tensor:
-    """A (d_model, d_model) matrix whose rows sum to 0: every output vector t @ M sums to 0 over its features."""
-    m = torch.randn(d_model, d_model)
-    return m - m.mean(dim=1, keepdim=True)
-
-
 def _position_cases():
     """(description, f, x, k): the checker knows the truth for each by running it.
 
@@ -179,7 +172,8 @@ def _position_cases():
             ("MultiHeadAttention + causal_mask", lambda t, attn=attn: attn(t, t, t, causal_mask(t.shape[1]))),
         ]:
             cases.append((name, f, torch.randn(B, L, d_model), k))
-    m = _zero_sum_rows(4)
+    m = torch.randn(4, 4)
+    m = m - m.mean(dim=1, keepdim=True)  # rows summing to 0: every output vector t @ m sums to 0 over its features
     cases.append(("torch.roll(x @ M, 2, dims=1)（M 的每一行加起来是 0）",
                   lambda t: torch.roll(t @ m, 2, dims=1), torch.randn(2, 6, 4), 1))
     w = torch.tensor([0.0, 1.0, 1.0])[:, None, None]

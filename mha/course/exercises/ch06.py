@@ -74,12 +74,11 @@ def check_concat_source(answer):
                 "提示：buggy 没有搬动任何数，concat 的一句话和 heads 的一句话在内存里是同一串数"))
 
 
-# ---------------------------------------------------------------- 6.2
-def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
-    """Call the student's merge (no ``mha.merge_heads`` unless ``forbid`` says otherwise); a ``view`` on a
-    non-contiguous tensor is named as such."""
+# ---------------------------------------------------------------- 6.2 (bug hunt: no transpose)
+def call_merge(fn, x, what, *more):
+    """Call the student's merge; a ``view`` on a non-contiguous tensor is named as such."""
     try:
-        return call(fn, x, *more, what=what, forbid=forbid)
+        return call(fn, x, *more, what=what)
     except Mistake as m:
         if "view size is not compatible" in str(m):
             raise Mistake("忘了 .contiguous()：transpose 之后张量在内存里不再连续，直接 .view 会报错；"
@@ -87,7 +86,6 @@ def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
         raise
 
 
-# ---------------------------------------------------------------- 6.2 (bug hunt: no transpose)
 def merge_heads_buggy(x: torch.Tensor) -> torch.Tensor:
     """The bug of exercise 6.2: (B, h, L, d_k) reshaped straight to (B, L, h·d_k), without the transpose."""
     B, h, L, d_k = x.shape
@@ -132,17 +130,6 @@ def _properties_that_fail(merge) -> set:
 FAILS_WHY = {"shape": "形状总是对的，所以这个 bug 很难发现", "same_numbers": "只是换了位置，数还是那些数",
              "right_if_one_head": "只有一个头时，(B, 1, L, d_k) 和 (B, L, 1, d_k) 在内存里是同一串数，不 transpose 也一样",
              "right_if_one_token": "只有一个 token 时，(B, h, 1, d_k) 和 (B, 1, h, d_k) 在内存里是同一串数，不 transpose 也一样"}
-
-
-def _fails_answer(answer, second: str) -> None:
-    """The answer is a dict with ``"fails"`` and ``second``; ``"fails"`` names exactly the properties of
-    :data:`PROPERTIES` that :func:`merge_heads_buggy` breaks."""
-    dict_answer(answer, ("fails", second), f'{{"fails": [...], "{second}": 函数}}')
-    said, truth = as_names(answer["fails"], PROPERTIES, 'answer["fails"]'), _properties_that_fail(merge_heads_buggy)
-    for key in sorted(said - truth):
-        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{FAILS_WHY.get(key, '再试一试')}")
-    for key in sorted(truth - said):
-        raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
 
 
 # ---------------------------------------------------------------- 6.3 (swap two heads in the concat)
@@ -192,9 +179,14 @@ def check_merge_bug_repair(answer):
     """``answer = {"fails": [property keys], "repair": fn}``: which of :data:`PROPERTIES` :func:`merge_heads_buggy`
     breaks, and ``fn(wrong, n_heads)`` that turns ``wrong = merge_heads_buggy(heads)`` (B, L, h·d_k) into the right
     Concat ``merge_heads(heads)`` without the heads."""
-    _fails_answer(answer, "repair")
+    dict_answer(answer, ("fails", "repair"), '{"fails": [...], "repair": 函数}')
+    said, truth = as_names(answer["fails"], PROPERTIES, 'answer["fails"]'), _properties_that_fail(merge_heads_buggy)
+    for key in sorted(said - truth):
+        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{FAILS_WHY.get(key, '再试一试')}")
+    for key in sorted(truth - said):
+        raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
     repair = answer["repair"]
-    check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), map(_merge_bug, REPAIR_CASES))
+    check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h), map(_merge_bug, REPAIR_CASES))
 
 
 def _merge_bug(case) -> Bug:

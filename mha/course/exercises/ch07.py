@@ -159,7 +159,9 @@ def check_remove_head(fn):
     gradients (values compared) reach ``head_i`` and ``W_o.weight``.
     """
     for B, h, L, d_v, d_model in REMOVE_CASES:
-        W_o = _layer_rect(h * d_v, d_model)
+        W_o = nn.Linear(h * d_v, d_model)
+        with torch.no_grad():
+            W_o.bias.normal_()  # a bias large enough that removing it shows
         heads = torch.randn(B, h, L, d_v)
         with torch.no_grad():
             out = W_o(heads.transpose(1, 2).reshape(B, L, h * d_v))
@@ -176,8 +178,8 @@ def check_remove_head(fn):
                 name_the_match(got, [
                     (want - bias, "偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下"),
                     (out + block(i), "符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它"),
-                    (block(i), f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
-                    (block(i) + bias, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
+                    *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i")
+                      for c in (block(i), block(i) + bias)),
                     (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
                     *((out - block(j), f"减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
                                        "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行") for j in range(h) if j != i)],
@@ -188,10 +190,3 @@ def check_remove_head(fn):
             expect_same_gradients(got, -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v]), {"head_i": head_i, "W_o.weight": W_o.weight},
                                   [head_ref, W_ref], f"{where} 时的返回值",
                                   hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")
-
-
-def _layer_rect(d_in: int, d_out: int) -> nn.Linear:
-    W_o = nn.Linear(d_in, d_out)
-    with torch.no_grad():
-        W_o.bias.normal_()  # a bias large enough that removing it shows
-    return W_o
