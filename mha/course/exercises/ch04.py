@@ -18,9 +18,9 @@ from torch import nn
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, part
 from .ch01 import flat_positions, positions
-from .records import Ask, Bug, check_repair, Which, predict_which
+from .records import Ask, Bug, check_repair, dict_answer, Which, predict_which
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
 __all__ = ["check_heads_that_move", "check_split_bug_repair", "check_packed_from_heads"]
 
@@ -106,11 +106,7 @@ def check_split_bug_repair(answer):
     """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
     :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
     split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway", "repair"} <= set(answer):
-        raise Mistake('答案应该是字典 {"right_anyway": (B, L, d_model, n_heads), "repair": 函数}，'
-                      f"却收到了 {type(answer).__name__}" + ("（缺少键）" if isinstance(answer, dict) else ""))
+    dict_answer(answer, ("right_anyway", "repair"), '{"right_anyway": (B, L, d_model, n_heads), "repair": 函数}')
     shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
     if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
         raise Mistake(f'answer["right_anyway"] 应该是 (B, L, d_model, n_heads)，四个 1 到 512 之间的整数，却是 {shape}')
