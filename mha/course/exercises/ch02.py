@@ -117,29 +117,6 @@ def _check_fixed_build_x(fn):
                       "PE 的形状是 (L, d_model)，会沿 batch 维自动广播")
 
 
-# ---------------------------------------------------------------- 2.3
-BLOCKS = ("encoder_self", "decoder_masked_self", "decoder_cross")
-
-
-def block_case(B: int, S: int, L: int, d_model: int, src_lengths, tgt_lengths):
-    """Random, pairwise different tensors for one check, and the masks the student may pick from."""
-    tensors = {"enc_x": torch.randn(B, S, d_model), "dec_x": torch.randn(B, L, d_model),
-               "dec_h": torch.randn(B, L, d_model), "enc_out": torch.randn(B, S, d_model)}
-    src_padding = (torch.arange(S)[None, :] < torch.tensor(src_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, S)
-    tgt_padding = (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, L)
-    causal = torch.ones(L, L, dtype=torch.bool).tril()  # (L, L)
-    masks = {"src_padding": src_padding, "tgt_padding": tgt_padding, "causal": causal}
-    return tensors, masks
-
-
-def reference_block(block, enc_x, dec_x, dec_h, enc_out, masks):
-    if block == "encoder_self":
-        return enc_x, enc_x, enc_x, masks["src_padding"]
-    if block == "decoder_masked_self":
-        return dec_x, dec_x, dec_x, masks["tgt_padding"] & masks["causal"]
-    return dec_h, enc_out, enc_out, masks["src_padding"]
-
-
 # ---------------------------------------------------------------- 2.1 (moving k positions is a rotation: PE[pos + k] = PE[pos] @ M)
 SHIFT_CASES = [(1, 4), (3, 6), (0, 8), (5, 16), (-2, 6), (12, 10)]  # (k, d_model)
 FIT = ("*lstsq*", "*pinv*", "*solve*", "*inv*")  # fitting M from the table instead of writing it down
