@@ -29,7 +29,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .exercises import ch02, ch05, ch06, ch07, ch08, ch09, ch10
+from .exercises import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
 from .exercises.records import RECORDS
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask
@@ -126,17 +126,27 @@ def _exercise(exercise_id: str):
     return register
 
 
-def _from_which(exercise_id: str) -> list:
+WARMUP = "热身（和练习同一类问题，换了一组数）："  # the self-check of a "which positions" exercise asks a sibling case
+
+
+def _from_which(ex) -> list:
     """One multiple-choice question per key of a "which positions change" record (:class:`records.Which`): its
-    truth, and its typical wrong answers with the checker's own words."""
-    ex = RECORDS[exercise_id]
-    truth = ex.right()
-    return [_choice(ex.setting + ask.question, truth[key], ask.right_why, [(list(w), why + "。") for w, why in ask.wrongs])
+    truth, and its typical wrong answers with the checker's own words: each answer once, the first mistake that
+    gives it (as the checker names it), and only answers within the positions."""
+    truth, lead = ex.right(), "" if ex is RECORDS.get(ex.id) else WARMUP
+
+    def options(key, ask):
+        answers = [truth[key]]
+        for w, why in ask.wrongs:
+            if list(w) not in answers and all(0 <= p < (ask.size or ex.size) for p in w):
+                answers.append(list(w))
+                yield list(w), why + "。"
+    return [_choice(lead + ex.setting + ask.question, truth[key], ask.right_why, list(options(key, ask)))
             for key, ask in ex.asks.items()]
 
 
-for _id in ("1.1", "1.2"):
-    _exercise(_id)(functools.partial(_from_which, _id))
+_exercise("1.1")(functools.partial(_from_which, ch01.WARMUP))
+_exercise("1.2")(lambda: _from_which(RECORDS["1.2"]))
 
 
 def _block_label(choice) -> str:
@@ -145,27 +155,33 @@ def _block_label(choice) -> str:
     return f"{sources}；掩码：{mask or '不用掩码'}"
 
 
-def _reference_block(block: str) -> tuple:
-    """The (query, key, value, mask) names the checker's reference solution picks for ``block``."""
-    B, S, L = 2, 5, 3
-    tensors, masks = ch02.block_case(B, S, L, 4, [S, 3], [L, 2])
-    query, key, value, mask = ch02.reference_block(block, masks=masks, **tensors)
-    named_masks = {"src_padding": masks["src_padding"], "tgt_padding": masks["tgt_padding"],
-                   "causal": masks["causal"], "tgt_padding & causal": masks["tgt_padding"] & masks["causal"]}
+def _stack_inputs() -> list:
+    """The (query, key, value, mask) names each block of a one-layer stack gets from the checker's answer key
+    :func:`ch02.reference_stack`, in the order encoder, decoder masked self-attention, cross-attention: blocks
+    that record their inputs stand in for the layers, and each one's output gets the name the quiz uses."""
+    _, _, enc_x, dec_x, masks = ch02.stack_case(1, 2, 5, 3, 4, [[1] * 5, [1, 1, 1, 0, 0]], [3, 2])
+    tensors, seen = {"enc_x": enc_x, "dec_x": dec_x}, []
 
-    def name_of(t):
-        return next(n for n, ref in tensors.items() if t is ref)
+    def block(output: str):
+        def run(query, key, value, mask):
+            seen.append((query, key, value, mask))
+            tensors[output] = torch.zeros(query.shape)
+            return tensors[output]
+        return run
+    ch02.reference_stack([block("enc_out")], [(block("dec_h"), block("dec_out"))], enc_x, dec_x, masks)
+    named_masks = {**masks, "tgt_padding & causal": masks["tgt_padding"] & masks["causal"]}
 
-    mask_name = None if mask is None else next(
-        n for n, m in named_masks.items() if m.shape == mask.shape and torch.equal(m, mask))
-    return name_of(query), name_of(key), name_of(value), mask_name
+    def name(t, table):
+        return None if t is None else next(n for n, ref in table.items() if ref is t or (
+            table is named_masks and ref.shape == t.shape and torch.equal(ref, t)))
+    return [(*(name(t, tensors) for t in inputs[:3]), name(inputs[3], named_masks)) for inputs in seen]
 
 
 @_exercise("2.3")
 def _block_inputs():
     setting = ("可选的张量：enc_x（源句的 Embedding + PE）、dec_x（目标句的 Embedding + PE）、"
                "dec_h（块 2 的输出）、enc_out（编码器的输出）；掩码：src_padding、tgt_padding、causal。")
-    enc, dec, cross = (_reference_block(b) for b in ch02.BLOCKS)
+    enc, dec, cross = _stack_inputs()
     return [
         _choice("块 1，编码器的自注意力：Q、K、V 和掩码该选什么？" + setting, enc,
                 "Q、K、V 都是源句的表示 enc_x；编码器一开始就看到整句话，只需挡住源句里的 PAD。",
@@ -191,7 +207,7 @@ def _block_inputs():
     ]
 
 
-_exercise("3.1")(functools.partial(_from_which, "3.1"))
+_exercise("3.1")(functools.partial(_from_which, ch03.WARMUP))
 
 
 def _count(module: nn.Module) -> int:
@@ -222,8 +238,8 @@ def _parameter_count():
     ]
 
 
-for _id in ("4.1", "5.1"):
-    _exercise(_id)(functools.partial(_from_which, _id))
+for _module in (ch04, ch05):
+    _exercise(_module.WARMUP.id)(functools.partial(_from_which, _module.WARMUP))
 
 
 def measured_variance(d_k: int, n: int = 20_000, scale: bool = False) -> float:

@@ -49,8 +49,19 @@ def _reach_by_backward():
             "x_tokens": x.grad[1].abs().sum(-1).nonzero().flatten().numpy()}
 
 
+def _reach_without_flatten():
+    """An honest answer: the same experiment read off with ``.nonzero()`` alone, (k, 1) tensors and a tuple."""
+    layer = mha.MultiHeadAttention(6, 2)
+    x = torch.randn(2, 3, 6, requires_grad=True)
+    layer.W_q(x)[1, 2, 4].backward()
+    g = layer.W_q.weight.grad
+    return {"weight_rows": (g != 0).any(1).nonzero(), "weight_cols": (g != 0).any(0).nonzero().numpy(),
+            "x_tokens": (x.grad[1] != 0).any(-1).nonzero(as_tuple=True)}
+
+
 RIGHT_3_1 = answers_for(check_gradient_reach, [
     {"weight_rows": [4], "weight_cols": [0, 1, 2, 3, 4, 5], "x_tokens": [2]},
+    _reach_without_flatten(),
     {"weight_rows": (4,), "weight_cols": range(6), "x_tokens": {2}, "note": "extra keys are fine"},
     _reach_by_backward(),
 ])
@@ -61,6 +72,8 @@ WRONG_3_1 = mistakes_for(check_gradient_reach, [
     ({**RIGHT_3, "weight_cols": [4]}, "全部 d_model 个输入的加权和"),
     ({**RIGHT_3, "weight_cols": [2]}, "列对应输入特征"),
     ({**RIGHT_3, "x_tokens": [0, 1, 2]}, "逐 token"),
+    ({**RIGHT_3, "x_tokens": torch.tensor([[0], [1], [2]])}, "逐 token"),  # a (k, 1) .nonzero() is read as its k positions
+    ({**RIGHT_3, "weight_rows": torch.tensor([[4, 5]])}, "形状 (1, 2) 的张量"),  # but not any 2-D tensor
     ({**RIGHT_3, "x_tokens": []}, "梯度会传回 token 2"),
     ({**RIGHT_3, "x_tokens": [3]}, "从 1 开始数"),
     ({**RIGHT_3, "weight_rows": [6]}, "超出了范围"),

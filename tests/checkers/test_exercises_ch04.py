@@ -62,37 +62,47 @@ def _linears_from_data(W_q, n_heads):
 
 # ---------------------------------------------------------------- 4.1 which heads and tokens one changed number reaches
 def _heads_by_experiment():
-    """An honest answer: the experiment, with a fresh layer and the chapter's split."""
-    layer = mha.MultiHeadAttention(12, 3)
-    x = torch.randn(2, 3, 12)
+    """An honest answer: the three experiments, with a fresh layer and the chapter's split, printed as it goes."""
+    layer = mha.MultiHeadAttention(12, 4)
+    x = torch.randn(2, 5, 12)
     with torch.no_grad():
         q = layer.W_q(x)
         x2, q2 = x.clone(), q.clone()
-        x2[0, 2, 5] += 1
-        q2[0, 2, 9] += 1
-        base, hx, hq = (mha.split_heads(t, 3)[0] for t in (q, layer.W_q(x2), q2))  # (h, L, d_k)
-    heads = lambda d: [i for i in range(3) if (d[i, 2] != 0).any()]  # noqa: E731
-    return {"from_x": heads(hx - base), "tokens": [t for t in range(3) if (hx - base)[0, t].abs().max() > 0],
-            "from_q": heads(hq - base)}
+        x2[0, 2, 1] += 1
+        q2[0, 2, 7:10] += 1
+        hx, hq = (mha.split_heads(t - q, 4)[0] for t in (layer.W_q(x2), q2))  # (h, L, d_k)
+        layer.W_q.weight[9, 1] += 1.0
+        hw = mha.split_heads(layer.W_q(x) - q, 4)[0]
+    print(mha.fmt(hw.abs().amax(dim=(1, 2)), 3))
+    return {"weight": [i for i in range(4) if hw[i].abs().max() > 1e-6],
+            "tokens": (hx[3].abs().amax(-1) > 1e-6).nonzero(),  # (k, 1): .nonzero() without .flatten()
+            "slice": [i for i in range(4) if (hq[i, 2] != 0).any()]}
 
 
-RIGHT_4 = {"from_x": [0, 1, 2], "tokens": [2], "from_q": [2]}
+RIGHT_4 = {"weight": [3], "tokens": [2], "slice": [2, 3]}
 RIGHT = answers_for(check_heads_that_move, [
-    RIGHT_4, {"from_x": range(3), "tokens": (2,), "from_q": torch.tensor([2])},
-    {"from_x": [2, 1, 0], "tokens": np.array([2]), "from_q": [9 // 4]}, _heads_by_experiment(),
+    RIGHT_4, {"weight": (3,), "tokens": torch.tensor([2]), "slice": range(2, 4)},
+    {"weight": [9 // 3], "tokens": np.array([2]), "slice": {3, 2}}, _heads_by_experiment(),
 ])
 WRONG_4_1 = mistakes_for(check_heads_that_move, [
-    ({**RIGHT_4, "from_x": [1]}, ["自己的那一段特征", "全部 d_model 个特征"]),
-    ({**RIGHT_4, "from_x": [2]}, ["只看 x 的一部分特征", "每个头都会变"]),
-    ({**RIGHT_4, "tokens": [0, 1, 2]}, "逐 token"),
-    ({**RIGHT_4, "tokens": []}, "token 2 会变"),
-    ({**RIGHT_4, "from_q": [0, 1, 2]}, ["只搬数", "只进一个头"]),
-    ({**RIGHT_4, "from_q": [0]}, ["轮流", "连续的一段"]),
-    ({**RIGHT_4, "from_q": [3]}, "从 1 开始数"),
-    ({**RIGHT_4, "from_q": [1]}, ['answer["from_q"]', "d_k = 4"]),
-    ({**RIGHT_4, "from_x": [0, 1, 2, 3]}, "超出了范围"),
-    ({**RIGHT_4, "from_x": torch.ones(3, dtype=torch.bool)}, "布尔张量"),
-    ({"from_x": [0, 1, 2]}, "缺少键"),
+    ({**RIGHT_4, "weight": [0]}, ["看的是列 1", "(out, in)"]),  # weight read as (in, out), or a head owning x's slice
+    ({**RIGHT_4, "weight": [0, 1, 2, 3]}, ["每个头都会变", "只进一个头"]),  # chapter 4's x experiment, copied
+    ({**RIGHT_4, "weight": [1]}, ["轮流", "9 % 4 = 1"]),
+    ({**RIGHT_4, "weight": [2]}, ["除以了 n_heads", "9 // 4 = 2"]),  # before it, this read as counted from 1
+    ({**RIGHT_4, "weight": [4]}, "从 1 开始数"),
+    ({**RIGHT_4, "tokens": [0, 1, 2, 3, 4]}, "逐 token"),
+    ({**RIGHT_4, "tokens": []}, ["自己的那一段特征", "下标 9–11"]),
+    ({**RIGHT_4, "tokens": [1]}, "特征的下标，不是 token"),
+    ({**RIGHT_4, "tokens": [3]}, "从 1 开始数"),
+    ({**RIGHT_4, "slice": [0, 1, 2, 3]}, ["只搬数", "只进一个头"]),
+    ({**RIGHT_4, "slice": [0, 1, 3]}, ["轮流", "n % 4"]),
+    ({**RIGHT_4, "slice": [1, 2]}, ["除以了 n_heads", "n // 4"]),
+    ({**RIGHT_4, "slice": [2]}, ["切片的开头", "跨过了头的边界"]),
+    ({**RIGHT_4, "slice": [3, 4]}, "从 1 开始数"),
+    ({**RIGHT_4, "slice": [3]}, ['answer["slice"]', "d_k = 3"]),
+    ({**RIGHT_4, "weight": [5]}, "超出了范围"),
+    ({**RIGHT_4, "weight": torch.ones(4, dtype=torch.bool)}, "布尔张量"),
+    ({"from_x": [0, 1, 2], "tokens": [2], "from_q": [2]}, "缺少键"),  # the exercise before it changed
     ((2, 3, 4, 4), "字典"),  # the old shape exercise's kind of answer
 ])
 

@@ -117,7 +117,11 @@ WRONG = [
     (check_concat_source, {"right": lambda t, j, L, h, d: (j % h, t, j // h), "buggy": src_buggy}, ["(d_k, h)", "交错"]),
     (check_concat_source, {"right": lambda t, j, L, h, d: (j % d, t, j // d), "buggy": src_buggy}, "放反了"),
     (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d + 1), "buggy": src_buggy}, "从 1 数了"),
-    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d), "buggy": src_buggy}, "从 1 数了"),
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d), "buggy": src_buggy}, ["从 0 数", "从 1 数的"]),
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t + 1, j % d + 1), "buggy": src_buggy},
+     ["从 0 数", "从 1 数的"]),  # every index from 1: once a generic column hint
+    (check_concat_source, {"right": src_right, "buggy": lambda t, j, L, h, d: tuple(n + 1 for n in src_buggy(t, j, L, h, d))},
+     ["从 0 数", "从 1 数的"]),
     (check_concat_source, {"right": src_right, "buggy": src_right}, ["正确 Concat 的来源", "没有 transpose"]),
     (check_concat_source, {"right": src_buggy, "buggy": src_buggy}, "不对"),
     (check_concat_source, {"right": lambda t, j, L, h, d: (j // d, t), "buggy": src_buggy}, "三个下标"),

@@ -169,6 +169,13 @@ def _block(t, i, L, d, h, shift=0):
     return out
 
 
+def _memory_order(t, i, L, d, h, rows=False):
+    """heads[0, i, t] read in (h, L, d_k) memory order as (L, d_model): the block at (i·L + t)·d_k (rows: its rows)."""
+    flat = torch.zeros(L * d, dtype=torch.bool)
+    flat[(i * L + t) * (d // h):(i * L + t + 1) * (d // h)] = True
+    return flat.view(L, d).any(1, keepdim=True).expand(L, d) if rows else flat.view(L, d)
+
+
 RIGHT_NEW = [
     (check_head_matrix, {"matrix": head_matrix, "max_rank": 64}),
     (check_head_matrix, {"matrix": head_matrix_by_experiment, "max_rank": np.int64(64)}),
@@ -181,6 +188,7 @@ WRONG_NEW = [
                          "max_rank": 64}, "weight 当成了 W"),
     (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight.T @ l.W_o.weight.T, "max_rank": 64}, "所有头"),
     (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i) * 1.01, "max_rank": 64}, "数值不对"),
+    (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i) + l.W_o.bias, "max_rank": 64}, ["W_o 的偏置", "不算偏置"]),
     (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i)[:, :l.d_k], "max_rank": 64}, "形状应该是"),
     (check_head_matrix, {"matrix": head_matrix, "max_rank": 512}, "满秩"),
     (check_head_matrix, {"matrix": head_matrix, "max_rank": 8}, "头数"),
@@ -193,6 +201,9 @@ WRONG_NEW = [
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, i, L, d, h).any(0).expand(L, d)), "不搬 token"),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, i, L, d, h, 1)), "从 1 数了"),
     (check_changed_outputs, lambda t, i, L, d, h, w: ~changed_ref(t, i, L, d, h, w), "极性反了"),
+    (check_changed_outputs, lambda t, i, L, d, h, w: _memory_order(t, i, L, d, h, w), ["内存顺序", "transpose(1, 2)"]),
+    (check_changed_outputs, _changed_patch(**{"with": lambda t, i, L, d, h: _memory_order(t, i, L, d, h, True)}),
+     ["内存顺序", "transpose(1, 2)"]),
     (check_changed_outputs, lambda t, i, L, d, h, w: changed_ref(t, i, L, d, h, w)[:, :1], "形状应该是"),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: torch.zeros(L, d, dtype=torch.bool)), "不对"),
 ]

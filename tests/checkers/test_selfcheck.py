@@ -25,7 +25,8 @@ import torch
 import mha.course.selfcheck as sc
 from mha.course import exercises as ex
 from mha.course.exercises import ch02, ch05, ch06, ch09, ch10
-from mha.course.exercises.records import RECORDS
+from mha.course.exercises import verdicts
+from mha.course.exercises.records import RECORDS, predict_which
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 import setup_cell
@@ -103,18 +104,42 @@ def _choices(exercise_id: str, index: int = 0):
     return [(value_of(a), a["correct"]) for a in q["answers"]]
 
 
+WARMUPS = {"1.1": ex.ch01.WARMUP, "3.1": ex.ch03.WARMUP, "4.1": ex.ch04.WARMUP, "5.1": ex.ch05.WARMUP}
+
+
+def _checker_of(exercise_id):
+    return next(getattr(ex, n) for n in ex.__all__ if getattr(getattr(ex, n), "exercise_id", None) == exercise_id)
+
+
 @pytest.mark.parametrize("exercise_id", ["1.1", "1.2", "3.1", "4.1", "5.1"])
-def test_which_positions_choices_agree_with_the_checker(exercise_id, capsys):
+def test_which_positions_choices_agree_with_the_checker(exercise_id, capsys, monkeypatch):
     """Each option of a "which positions change" self-check, put into the otherwise right answer, passes the
-    checker iff it is the right option."""
-    record = RECORDS[exercise_id]
-    check = next(getattr(ex, n) for n in ex.__all__ if getattr(getattr(ex, n), "exercise_id", None) == exercise_id)
+    checker of the case it asks (the exercise's own, or its warm-up's, built here and registered nowhere) iff it
+    is the right option."""
+    if exercise_id in WARMUPS:
+        monkeypatch.setattr(verdicts, "_REGISTRY", verdicts.OrderedDict())
+        monkeypatch.setitem(RECORDS, exercise_id, RECORDS[exercise_id])
+        record, check = WARMUPS[exercise_id], predict_which(WARMUPS[exercise_id])
+    else:
+        record, check = RECORDS[exercise_id], _checker_of(exercise_id)
     rights = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(record.keys)}
     assert passes(check, rights[""] if record.keys == ("",) else rights, capsys)
     for i, key in enumerate(record.keys):
         for value, correct in _choices(exercise_id, i):
             answer = value if record.keys == ("",) else {**rights, key: value}
             assert passes(check, answer, capsys) == correct, (key, value)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(WARMUPS))
+def test_the_self_check_asks_a_sibling_case_not_the_exercise(exercise_id, capsys):
+    """The quiz above a "which positions" exercise does not hand out its answer: each question's right option
+    differs from the exercise's answer to that question, and the quiz's answers fail the exercise's checker."""
+    record = RECORDS[exercise_id]
+    truth = record.right()
+    quiz = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(record.keys)}
+    assert all(quiz[key] != truth[key] for key in record.keys), (quiz, truth)
+    assert all(q["question"].startswith(sc.WARMUP) for q in sc.questions(exercise_id))
+    assert not passes(_checker_of(exercise_id), quiz[""] if record.keys == ("",) else quiz, capsys)
 
 
 def test_variances_are_the_theory():
@@ -201,10 +226,10 @@ def _truths(exercise_id):
 
 
 def test_which_position_answers_are_what_the_experiments_give():
-    assert _truths("1.1") == [[3, 0, 4, 1, 2]]  # the rows follow their tokens: r = p
-    assert _truths("3.1") == [[4], [0, 1, 2, 3, 4, 5], [2]]  # weight row j, every column, only its own token
-    assert _truths("4.1") == [[0, 1, 2], [2], [2]]  # every head mixes all of x; per token; Q' feature 9 -> head 2
-    assert _truths("5.1") == [[3], [1, 2, 3, 4], [4]]  # causal: query t sees keys 0..t
+    assert _truths("1.1") == [[2, 0, 3, 1]]  # the rows follow their tokens: r = p
+    assert _truths("3.1") == [[1], list(range(8)), [3]]  # weight row j, every column, only its own token
+    assert _truths("4.1") == [[2], [3], [1, 2]]  # weight row 7 -> head 7 // 3; per token; Q' 4:7 -> heads 1, 1, 2
+    assert _truths("5.1") == [[1], [3, 4], [2, 3, 4]]  # causal: query t sees keys 0..t
 
 
 def test_prediction_choices_agree_with_the_checkers(capsys):

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from torch import nn
@@ -20,13 +22,18 @@ from .verdicts import checker, Mistake
 __all__ = ["check_permuted_rows", "check_changed_positions_cross", "check_dependency_matrix"]
 
 
+def positions(moved: torch.Tensor) -> list[int]:
+    """The indices where a 1-d bool tensor is True."""
+    return moved.nonzero().flatten().tolist()
+
+
 def _layer(d_model: int = 4):
     from mha.layer import MultiHeadAttention
     return MultiHeadAttention(d_model, 2).eval()
 
 
 # ---------------------------------------------------------------- 1.1 (shuffled tokens: the rows follow their tokens)
-PERMUTATION = [3, 0, 4, 1, 2]  # x2 = x[:, p]: position t of x2 holds token p[t] of x
+PERMUTATION, WARMUP_PERMUTATION = [3, 0, 4, 1, 2], [2, 0, 3, 1]  # x2 = x[:, p]: position t of x2 holds token p[t] of x
 
 
 def permuted_rows(p=tuple(PERMUTATION), d_model: int = 4) -> list[int]:
@@ -38,21 +45,47 @@ def permuted_rows(p=tuple(PERMUTATION), d_model: int = 4) -> list[int]:
     return [int((y - row).abs().sum(-1).argmin()) for row in y2]
 
 
-check_permuted_rows = predict_which(Which(
-    "1.1", "ch01", "打乱 token 的顺序，输出怎样变", lambda: {"": permuted_rows()}, size=5, ordered=True,
-    setting=("自注意力 `y = layer(x, x, x)`，x 的形状是 (1, 5, 4)，没有掩码、没有位置编码。把 token 的顺序打乱："
-             f"`x2 = x[:, p]`，p = {PERMUTATION}，再算 `y2 = layer(x2, x2, x2)`。"),
-    asks={"": Ask("y2 的第 t 行等于 y 的第 r[t] 行，r 是？", "每一行输出只由它自己的 query 和整组 key/value 决定；整组 "
-                  "key/value 换个顺序，加权和不变，所以每一行跟着它的 token 走：r = p。",
-                  "y2 的第 t 行属于 x2 的第 t 个 token；它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", (
-        ([0, 1, 2, 3, 4], "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，token 挪到哪里，它那一行输出"
-                          "就跟到哪里（它看到的 key/value 还是同一组，只是换了顺序，加权和不变）"),
-        (torch.tensor(PERMUTATION).argsort().tolist(), "方向反了（这是 p 的逆）：y2 的第 t 行属于 x2 的第 t 个 token，"
-                                                       "也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]")))}))
+def _permuted(p: list) -> Which:
+    """Exercise 1.1 for the permutation ``p`` (the self-check asks the same for another one)."""
+    L, wrongs = len(p), (
+        (list(range(len(p))), "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，token 挪到哪里，它那一行输出"
+                              "就跟到哪里（它看到的 key/value 还是同一组，只是换了顺序，加权和不变）"),
+        (torch.tensor(p).argsort().tolist(), "方向反了（这是 p 的逆）：y2 的第 t 行属于 x2 的第 t 个 token，"
+                                             "也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]"))
+    from_1 = tuple(([n + 1 for n in w], f"位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的；减 1 之后是 {w}，"
+                    f"也不对：{why}") for w, why in wrongs)
+    return Which(
+        "1.1", "ch01", "打乱 token 的顺序，输出怎样变", lambda: {"": permuted_rows(tuple(p))}, size=L, ordered=True,
+        setting=(f"自注意力 `y = layer(x, x, x)`，x 的形状是 (1, {L}, 4)，没有掩码、没有位置编码。把 token 换个顺序："
+                 f"`x2 = x[:, p]`，p = {p}，再算 `y2 = layer(x2, x2, x2)`。"),
+        asks={"": Ask("y2 的第 t 行等于 y 的第 r[t] 行，r 是？", "每一行输出只由它自己的 query 和整组 key/value 决定；整组 "
+                      "key/value 换个顺序，加权和不变，所以每一行跟着它的 token 走：r = p。",
+                      "y2 的第 t 行属于 x2 的第 t 个 token；它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", wrongs + from_1)})
+
+
+def flat_positions(check):
+    """``check`` that also takes what ``.nonzero()`` gives without ``.flatten()``: a (k, 1) tensor or array, or the
+    one-tensor tuple of ``nonzero(as_tuple=True)``, as the list of k positions."""
+    def flat(v):
+        if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], (torch.Tensor, np.ndarray)):
+            v = v[0]
+        try:
+            return v.reshape(-1) if type(v) in (torch.Tensor, np.ndarray) and v.ndim == 2 and v.shape[1] == 1 else v
+        except Exception:  # a tensor without sizes (nested ...): the checker says what is wrong with it
+            return v
+
+    @functools.wraps(check)
+    def checked(answer=None, *, record: bool = True):
+        return check({k: flat(v) for k, v in answer.items()} if isinstance(answer, dict) else flat(answer), record=record)
+    return checked
+
+
+check_permuted_rows = flat_positions(predict_which(_permuted(PERMUTATION)))
+WARMUP = _permuted(WARMUP_PERMUTATION)  # the self-check's sibling case
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
-CROSS_POSITIONS_QUESTION = {"L": 4, "S": 6, "kv_changed": 2, "q_changed": 1}
+_L, _S, _KV, _Q = 4, 6, 2, 1  # q has L tokens, kv has S; the kv token and the q token that are replaced
 
 
 def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4) -> list[int]:
@@ -62,12 +95,10 @@ def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4
     q2, kv2 = q.clone(), kv.clone()
     (kv2 if which == "kv" else q2)[0, k] = torch.randn(d_model)
     with torch.no_grad():
-        moved = (layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6  # (L,)
-    return moved.nonzero().flatten().tolist()
+        return positions((layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6)  # (L,)
 
 
-_L, _S, _KV, _Q = (CROSS_POSITIONS_QUESTION[k] for k in ("L", "S", "kv_changed", "q_changed"))
-check_changed_positions_cross = predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
+check_changed_positions_cross = flat_positions(predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
     "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
     lambda: {"change_kv": cross_changed_positions("kv", _L, _S, _KV), "change_q": cross_changed_positions("q", _L, _S, _Q)},
     size=_L, setting=f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {_L} 个 token，kv 有 S = {_S} 个 token，没有掩码。",
@@ -85,7 +116,7 @@ check_changed_positions_cross = predict_which(Which(  # {"change_kv": [...], "ch
         "位置 j 的输出用到了哪些 query？", (
             (list(range(_L)), f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 "
                               f"key/value，所以只有位置 {_Q} 会变"),
-            ([], f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))}))
+            ([], f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))})))
 
 
 # ---------------------------------------------------------------- 1.3
@@ -107,17 +138,11 @@ def _edited(x: torch.Tensor, edit) -> torch.Tensor:
 
 def _moved(f, x, x2, threshold=THRESHOLD) -> list[int]:
     """The output positions j where some number of f(x2) differs from f(x) by more than ``threshold``."""
-    return (_outputs(f, x, x2).abs().amax(dim=(0, 2)) > threshold).nonzero().flatten().tolist()
+    return positions(_outputs(f, x, x2).abs().amax(dim=(0, 2)) > threshold)
 
 
 def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
     return _moved(f, x, _edited(x, lambda t: t[:, k].add_(1.0)))  # token k of every sentence, every feature
-
-
-def _zero_sum_rows(d_model: int) -> torch.Tensor:
-    """A (d_model, d_model) matrix whose rows sum to 0: every output vector t @ M sums to 0 over its features."""
-    m = torch.randn(d_model, d_model)
-    return m - m.mean(dim=1, keepdim=True)
 
 
 def _position_cases():
@@ -147,7 +172,8 @@ def _position_cases():
             ("MultiHeadAttention + causal_mask", lambda t, attn=attn: attn(t, t, t, causal_mask(t.shape[1]))),
         ]:
             cases.append((name, f, torch.randn(B, L, d_model), k))
-    m = _zero_sum_rows(4)
+    m = torch.randn(4, 4)
+    m = m - m.mean(dim=1, keepdim=True)  # rows summing to 0: every output vector t @ m sums to 0 over its features
     cases.append(("torch.roll(x @ M, 2, dims=1)（M 的每一行加起来是 0）",
                   lambda t: torch.roll(t @ m, 2, dims=1), torch.randn(2, 6, 4), 1))
     w = torch.tensor([0.0, 1.0, 1.0])[:, None, None]
@@ -178,9 +204,6 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
     """(answer of a typical wrong experiment, what it did wrong), in the order they are tried."""
     x2 = _edited(x, lambda t: t[:, k].add_(1.0))
     delta = _outputs(f, x, x2)  # (B, L, d_model)
-
-    def positions(moved):
-        return moved.nonzero().flatten().tolist()
     add = "要写 x2[:, k] = x2[:, k] + 1"
     yield _moved(lambda t: t, x, x2, 0), "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)"
     yield (_moved(f, x, _edited(x, lambda t: t[:, k].fill_(1.0))), f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上"

@@ -16,8 +16,9 @@ import torch
 from mha.positional import sinusoidal_positional_encoding
 from .answers import as_shape, expect_tensor, name_the_match, part, same
 from .gradients import expect_gradients
+from .records import dict_answer
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
 __all__ = ["check_pe_shift_matrix", "check_pe_bug", "check_run_stack"]
 
@@ -54,13 +55,7 @@ def _batch_shape(value, what: str) -> tuple:
 def check_pe_bug(answer):
     """``answer = {"crashes": (B, L), "silently_wrong": (B, L), "fixed": build_x}``: a batch shape on which
     :func:`build_x_buggy` raises, one on which it runs but returns a wrong x, and the fixed function."""
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict):
-        raise Mistake(f'答案应该是字典 {{"crashes": (B, L), "silently_wrong": (B, L), "fixed": 函数}}，却收到了 {type(answer).__name__}')
-    missing = [k for k in ("crashes", "silently_wrong", "fixed") if k not in answer]
-    if missing:
-        raise Mistake(f"字典里缺少键 {missing}")
+    dict_answer(answer, ("crashes", "silently_wrong", "fixed"), '{"crashes": (B, L), "silently_wrong": (B, L), "fixed": 函数}')
     crash_shape = _batch_shape(part(answer["crashes"], 'answer["crashes"]'), 'answer["crashes"]')
     raised, _ = _run_buggy(*crash_shape)
     if not raised:
@@ -120,30 +115,6 @@ def _check_fixed_build_x(fn):
         diff = (got - want).abs().max().item()
         raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）。提示：x = embedding(token_ids) + PE，"
                       "PE 的形状是 (L, d_model)，会沿 batch 维自动广播")
-
-
-
-# ---------------------------------------------------------------- 2.3
-BLOCKS = ("encoder_self", "decoder_masked_self", "decoder_cross")
-
-
-def block_case(B: int, S: int, L: int, d_model: int, src_lengths, tgt_lengths):
-    """Random, pairwise different tensors for one check, and the masks the student may pick from."""
-    tensors = {"enc_x": torch.randn(B, S, d_model), "dec_x": torch.randn(B, L, d_model),
-               "dec_h": torch.randn(B, L, d_model), "enc_out": torch.randn(B, S, d_model)}
-    src_padding = (torch.arange(S)[None, :] < torch.tensor(src_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, S)
-    tgt_padding = (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :]  # (B, 1, 1, L)
-    causal = torch.ones(L, L, dtype=torch.bool).tril()  # (L, L)
-    masks = {"src_padding": src_padding, "tgt_padding": tgt_padding, "causal": causal}
-    return tensors, masks
-
-
-def reference_block(block, enc_x, dec_x, dec_h, enc_out, masks):
-    if block == "encoder_self":
-        return enc_x, enc_x, enc_x, masks["src_padding"]
-    if block == "decoder_masked_self":
-        return dec_x, dec_x, dec_x, masks["tgt_padding"] & masks["causal"]
-    return dec_h, enc_out, enc_out, masks["src_padding"]
 
 
 # ---------------------------------------------------------------- 2.1 (moving k positions is a rotation: PE[pos + k] = PE[pos] @ M)

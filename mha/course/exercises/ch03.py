@@ -14,6 +14,7 @@ from torch import nn
 from mha.steps import project
 
 from .answers import as_int, expect_close, expect_tensor, name_the_match
+from .ch01 import flat_positions, positions
 from .gradients import expect_gradients
 from .guard import LINEAR
 from .records import Ask, Which, predict_which
@@ -24,46 +25,49 @@ __all__ = ["check_gradient_reach", "check_count_parameters_general", "check_pack
 
 
 # ---------------------------------------------------------------- 3.1 (what one number of Q' is made of)
-AT = (1, 2, 4)  # Q'[sentence 1, token 2, feature 4] of a d_model = 6 layer, x (2, 3, 6)
+AT, WARMUP_AT = (1, 2, 4), (0, 3, 1)  # Q'[b, t, j]: of a d_model = 6 layer, x (2, 3, 6); the self-check's: 8, (2, 4, 8)
 
 
-def gradient_reach(d_model: int = 6, at=AT) -> dict:
+def gradient_reach(d_model: int = 6, at=AT, L: int = 3) -> dict:
     """Which rows and columns of ``W_q.weight`` and which tokens of ``x[at[0]]`` get a non-zero gradient from
     ``loss = W_q(x)[at]``, by running autograd on the course's layer."""
     from mha.layer import MultiHeadAttention
-    layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, 3, d_model, requires_grad=True)
+    layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, L, d_model, requires_grad=True)
     with torch.enable_grad():
-        g_w, g_x = torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x))  # (out, in), (B, L, d_model)
-
-    def nz(t):
-        return (t != 0).nonzero().flatten().tolist()
-    return {"weight_rows": nz(g_w.abs().sum(1)), "weight_cols": nz(g_w.abs().sum(0)), "x_tokens": nz(g_x[at[0]].abs().sum(-1))}
+        g_w, g_x = (g != 0 for g in torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x)))  # (out, in), (B, L, d)
+    return {"weight_rows": positions(g_w.any(1)), "weight_cols": positions(g_w.any(0)), "x_tokens": positions(g_x[at[0]].any(-1))}
 
 
-_b, _t, _j = AT
-check_gradient_reach = predict_which(Which(
-    "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", gradient_reach, size=6,
-    setting=(f"`layer = mha.MultiHeadAttention(6, 2)`，x 的形状是 (2, 3, 6)（requires_grad=True），`q = layer.W_q(x)`，"
-             f"再 `q[{_b}, {_t}, {_j}].backward()`。位置、行、列都从 0 数。"),
-    range_why="：weight 是 (6, 6)，x 的每一句有 3 个 token",
-    asks={"weight_rows": Ask(
-        "`W_q.weight.grad` 的哪些行不是 0？", f"weight 是 (out, in)，输出特征 {_j} 只用第 {_j} 行。",
-        "weight 的形状是 (out, in)：Q′ 的第 j 个数用到哪一行？", (
-            ([_t], f"{_t} 是 token 的位置：weight 不分 token，每个 token 都乘同一个 weight；weight 是 (out, in)，"
-                   f"一行对应一个输出特征，Q′ 的第 {_j} 个数用的是第 {_j} 行"),
-            (list(range(6)), f"把 weight 当成了论文的 W^Q：nn.Linear 的 weight 是 (out, in)，W^Q = weight.T；"
-                             f"输出特征 {_j} 只用 weight 的第 {_j} 行（W^Q 的第 {_j} 列）"))),
-          "weight_cols": Ask(
-        "`W_q.weight.grad` 的哪些列不是 0？", f"Q′ 的一个数是这个 token 全部 6 个输入的加权和，第 {_j} 行的每一列都用上了。",
-        "Q′ 的一个数是这个 token 的哪些输入特征的加权和？", (
-            ([_j], f"以为 Q′ 的第 {_j} 个数只来自 x 的第 {_j} 维：它是这个 token 全部 d_model 个输入的加权和，"
-                   f"weight 第 {_j} 行的每一列都用上了"),
-            ([_t], f"{_t} 是 token 的位置：weight 的列对应输入特征，不对应 token"))),
-          "x_tokens": Ask(
-        f"`x.grad[{_b}]` 里哪些 token（行）不是 0？", f"投影逐 token 计算：只有 token {_t} 影响 Q′ 的第 {_t} 行。",
-        "投影会在 token 之间交换信息吗？", (
-            ([0, 1, 2], f"Linear 逐 token 计算，token 之间不交换信息：Q′ 的第 {_t} 行只由 x 的第 {_t} 个 token 算出"),
-            ([], f"Q′[{_b}, {_t}, {_j}] 正是 token {_t} 算出来的，它的梯度会传回 token {_t}")), size=3)}))
+def _reach(d: int, L: int, at: tuple) -> Which:
+    """Exercise 3.1 for a (d, 2) layer, x (2, L, d) and the number ``Q'[at]`` (the self-check asks another)."""
+    b, t, j = at
+    return Which(
+        "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", lambda: gradient_reach(d, at, L), size=d,
+        setting=(f"`layer = mha.MultiHeadAttention({d}, 2)`，x 的形状是 (2, {L}, {d})（requires_grad=True），"
+                 f"`q = layer.W_q(x)`，再 `q[{b}, {t}, {j}].backward()`。位置、行、列都是下标，从 0 数。"),
+        range_why=f"：weight 是 ({d}, {d})，x 的每一句有 {L} 个 token",
+        asks={"weight_rows": Ask(
+            "`W_q.weight.grad` 的哪些行不是 0？", f"weight 是 (out, in)，输出特征 {j} 只用第 {j} 行。",
+            "weight 的形状是 (out, in)：Q′ 的第 j 个数用到哪一行？", (
+                ([t], f"{t} 是 token 的位置：weight 不分 token，每个 token 都乘同一个 weight；weight 是 (out, in)，"
+                      f"一行对应一个输出特征，Q′ 的第 {j} 个数用的是第 {j} 行"),
+                (list(range(d)), f"把 weight 当成了论文的 W^Q：nn.Linear 的 weight 是 (out, in)，W^Q = weight.T；"
+                                 f"输出特征 {j} 只用 weight 的第 {j} 行（W^Q 的第 {j} 列）"))),
+              "weight_cols": Ask(
+            "`W_q.weight.grad` 的哪些列不是 0？", f"Q′ 的一个数是这个 token 全部 {d} 个输入的加权和，第 {j} 行的每一列都用上了。",
+            "Q′ 的一个数是这个 token 的哪些输入特征的加权和？", (
+                ([j], f"以为 Q′ 的第 {j} 个数只来自 x 的第 {j} 维：它是这个 token 全部 d_model 个输入的加权和，"
+                      f"weight 第 {j} 行的每一列都用上了"),
+                ([t], f"{t} 是 token 的位置：weight 的列对应输入特征，不对应 token"))),
+              "x_tokens": Ask(
+            f"`x.grad[{b}]` 里哪些 token（行）不是 0？", f"投影逐 token 计算：只有 token {t} 影响 Q′ 的第 {t} 行。",
+            "投影会在 token 之间交换信息吗？", (
+                (list(range(L)), f"Linear 逐 token 计算，token 之间不交换信息：Q′ 的第 {t} 行只由 x 的第 {t} 个 token 算出"),
+                ([], f"Q′[{b}, {t}, {j}] 正是 token {t} 算出来的，它的梯度会传回 token {t}")), size=L)})
+
+
+check_gradient_reach = flat_positions(predict_which(_reach(6, 3, AT)))
+WARMUP = _reach(8, 4, WARMUP_AT)  # the self-check's sibling case
 
 
 # ---------------------------------------------------------------- 3.2 (d_k and d_v free)

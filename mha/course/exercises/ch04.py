@@ -1,6 +1,7 @@
 """Checkers for chapter 04, step 3: split heads.
 
-* 4.1 ``check_heads_that_move``: which heads and tokens change when one number of x, or of Q', changes.
+* 4.1 ``check_heads_that_move``: which heads and tokens change when one entry of W_q.weight, one number of x or a
+  slice of Q' across a head boundary changes.
 * 4.2 ``check_split_bug_repair``: a bug hunt: a split that reshapes straight to (B, h, L, d_k); find the shape
   on which it is right anyway, then rescue the right heads from the buggy result alone.
 * 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
@@ -16,60 +17,81 @@ from torch import nn
 
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, part
-from .records import Ask, Bug, check_repair, Which, predict_which
+from .ch01 import flat_positions, positions
+from .records import Ask, Bug, check_repair, dict_answer, Which, predict_which
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
 __all__ = ["check_heads_that_move", "check_split_bug_repair", "check_packed_from_heads"]
 
 
-# ---------------------------------------------------------------- 4.1 (which heads and tokens one changed number reaches)
-X_AT, Q_AT = (0, 2, 5), (0, 2, 9)  # x[0, 2, 5] and Q'[0, 2, 9] of a d_model = 12, n_heads = 3 layer (d_k = 4)
+# ---------------------------------------------------------------- 4.1 (which heads and tokens one change reaches)
+D, H, L = 12, 4, 5  # mha.MultiHeadAttention(12, 4): d_k = 3; x (2, 5, 12); only sentence 0 is asked about
+ASKED = {"w_at": (9, 1), "x_at": (2, 1), "head": 3, "cut": (2, 7, 10)}  # cut: q[0, token, a:b]
+WARMUP_ASKED = {"w_at": (7, 2), "x_at": (3, 4), "head": 0, "cut": (1, 4, 7)}  # the self-check's sibling case
 
 
-def heads_that_move(d_model: int = 12, h: int = 3) -> dict:
-    """Add 1 to ``x[X_AT]`` (before W_q) or to ``Q'[Q_AT]`` (after it); which heads of token 2 and which tokens of
-    head 0 (sentence 0) change, by running W_q and :func:`mha.split_heads`."""
+def heads_that_move(w_at, x_at, head, cut) -> dict:
+    """By running W_q and :func:`mha.split_heads` (sentence 0): the heads that move when 1 is added to
+    ``W_q.weight[w_at]``, the tokens of ``head`` that move when 1 is added to ``x[0, x_at]``, and the heads of
+    token ``cut[0]`` that move when 1 is added to ``Q'[0, cut[0], cut[1]:cut[2]]``."""
     from mha.layer import MultiHeadAttention
-    layer, x = MultiHeadAttention(d_model, h), torch.randn(2, 3, d_model)
+    layer, x = MultiHeadAttention(D, H), torch.randn(2, L, D)
     with torch.no_grad():
         q = layer.W_q(x)  # (B, L, d_model)
         x2, q2 = x.clone(), q.clone()
-        x2[X_AT] += 1.0
-        q2[Q_AT] += 1.0
-        base, from_x, from_q = (split_heads(t, h)[0] for t in (q, layer.W_q(x2), q2))  # (h, L, d_k)
+        x2[(0, *x_at)] += 1.0
+        q2[0, cut[0], cut[1]:cut[2]] += 1.0
+        from_x, from_q = layer.W_q(x2), q2
+        layer.W_q.weight[w_at] += 1.0
+        base, from_w, from_x, from_q = (split_heads(t, H)[0] for t in (q, layer.W_q(x), from_x, from_q))  # (h, L, d_k)
+    w, x, q = ((t - base).abs() > 1e-6 for t in (from_w, from_x, from_q))  # (h, L, d_k) each
+    return {"weight": positions(w.flatten(1).any(-1)), "tokens": positions(x[head].any(-1)), "slice": positions(q[:, cut[0]].any(-1))}
 
-    def nz(moved):
-        return moved.nonzero().flatten().tolist()
-    dx, dq = (from_x - base).abs() > 1e-6, (from_q - base).abs() > 1e-6  # (h, L, d_k)
-    return {"from_x": nz(dx[:, 2].any(-1)), "tokens": nz(dx[0].any(-1)), "from_q": nz(dq[:, 2].any(-1))}
+
+def _moving(w_at, x_at, head, cut) -> Which:
+    """Exercise 4.1 for the changes ``w_at``, ``x_at``, ``head``, ``cut`` (the self-check asks other ones)."""
+    (r, c), (t, f), (s, a, b), d_k = w_at, x_at, cut, D // H
+    near = list(range(a, b))
+
+    def heads(rule):
+        return sorted({rule(n) for n in near})
+    return Which(
+        "4.1", "ch04", "改一个数，哪些头、哪些 token 会变", lambda: heads_that_move(w_at, x_at, head, cut), size=H,
+        setting=f"`layer = mha.MultiHeadAttention({D}, {H})`（d_k = {d_k}），x 的形状是 (2, {L}, {D})，"
+                f"`heads = mha.split_heads(layer.W_q(x), {H})`，形状 (2, {H}, {L}, {d_k})。只看下标 0 的句子，下标都从 0 数。",
+        range_why=f"：n_heads = {H}，每句 L = {L} 个 token",
+        asks={"weight": Ask(
+            f"x 不动，给 `layer.W_q.weight[{r}, {c}]` 加 1，重新投影、分头：哪些头会变？",
+            f"weight 是 (out, in)：它的下标 {r} 的行只算 Q′ 的下标 {r} 的数，这个数进了头 {r} // {d_k} = {r // d_k}。",
+            "weight 是 (out, in)：这个数只参与 Q′ 的哪一个数？那个数分到哪个头？", (
+                ([c // d_k], f"看的是列 {c}：weight 是 (out, in)，weight[{r}, {c}] 把输入特征 {c} 接到输出特征 {r}；"
+                             f"分头切的是输出 Q′，Q′ 的下标 {r} 的数属于头 {r} // d_k（输入特征不属于哪个头，每个头都读全部输入）"),
+                (list(range(H)), f"改 x 的一个特征，每个头都会变；可 weight 的一个数只连着 Q′ 的一个数（下标 {r} 的那个），只进一个头"),
+                ([r % H], f"把 Q′ 当成了轮流发给各个头（{r} % {H} = {r % H}）：一个头拿的是连续的一段，"
+                          "代码下标为 i 的头拿下标 i·d_k 到 (i+1)·d_k − 1 的数"),
+                ([r // H], f"除以了 n_heads（{r} // {H} = {r // H}）：每个头宽 d_k = {d_k}，Q′ 的下标 {r} 的数属于头 {r} // d_k"))),
+              "tokens": Ask(
+            f"weight 不动，给 `x[0, {t}, {f}]` 加 1，重新投影、分头：头 {head} 里哪些 token 会变？",
+            f"投影和分头都逐 token 计算，只有 token {t} 会变。", "投影和分头会在 token 之间交换信息吗？", (
+                (list(range(L)), f"投影和分头都逐 token 计算：改 token {t} 的输入，只有 token {t} 的那一行会变"
+                                 "（token 之间交换信息要到下一步的注意力）"),
+                ([], f"以为每个头只看 x 自己的那一段特征（头 {head} 的那一段是下标 {head * d_k}–{(head + 1) * d_k - 1}，不含下标 {f}）："
+                     f"分头切的是投影之后的 Q′，Q′ 的每个数都混合了 x 的全部特征，所以头 {head} 里 token {t} 会变"),
+                ([f], f"{f} 是特征的下标，不是 token：改的是 token {t}")), size=L),
+              "slice": Ask(
+            f"x、weight 都不动，直接给 Q′ 的 `q[0, {s}, {a}:{b}]` 加 1 再分头：token {s} 的哪些头会变？",
+            f"分头只搬数：下标 {a}–{b - 1} 的数分别进了头 {', '.join(str(n // d_k) for n in near)}。",
+            f"代码下标为 i 的头拿 Q′ 的下标 i·d_k 到 (i+1)·d_k − 1 的数；这里 d_k = {d_k}", (
+                (list(range(H)), "分头只搬数、不做计算：Q′ 的一个数只进一个头（下标 n 的数进头 n // d_k）"),
+                (heads(lambda n: n % H), f"把 Q′ 当成了轮流发给各个头（下标 n 的数进头 n % {H}）：一个头拿的是连续的一段，"
+                                         "代码下标为 i 的头拿下标 i·d_k 到 (i+1)·d_k − 1 的数"),
+                (heads(lambda n: n // H), f"除以了 n_heads（下标 n 的数进头 n // {H}）：每个头宽 d_k = {d_k}，下标 n 的数进头 n // d_k"),
+                ([a // d_k], f"只算了切片的开头：{a}:{b} 是下标 {a} 到 {b - 1} 的数，跨过了头的边界")))})
 
 
-check_heads_that_move = predict_which(Which(
-    "4.1", "ch04", "改一个数，哪些头、哪些 token 会变", heads_that_move, size=3,
-    setting="`layer = mha.MultiHeadAttention(12, 3)`（d_k = 4），x 的形状是 (2, 3, 12)，"
-            "`heads = mha.split_heads(layer.W_q(x), 3)`，形状 (2, 3, 3, 4)。只看第 0 句。",
-    range_why="：n_heads = 3，每句 L = 3 个 token",
-    asks={"from_x": Ask(
-        "给 `x[0, 2, 5]` 加 1：token 2 的哪些头（代码下标）会变？",
-        "每个头的 d_k 个数都是 x 全部 12 个特征学出来的混合，改一个特征，3 个头都会变。",
-        "头 i 的 d_k 个数切自 Q′；Q′ 的每个数用到了 x 的哪些特征？", (
-            ([1], "以为每个头只看 x 自己的那一段特征（5 // d_k = 1）：分头切的是投影之后的 Q′，而 Q′ 的每个数都是 x 全部 "
-                  "d_model 个特征学出来的混合；改 x 的一个特征，每个头都会变"),
-            ([2], "以为每个头只看 x 的一部分特征：分头切的是投影之后的 Q′，Q′ 的每个数都混合了 x 的全部特征；"
-                  "改 x 的一个特征，每个头都会变"))),
-          "tokens": Ask(
-        "给 `x[0, 2, 5]` 加 1：头 0 里哪些 token 会变？", "投影和分头都逐 token 计算，只有 token 2 会变。",
-        "投影和分头会在 token 之间交换信息吗？", (
-            ([0, 1, 2], "投影和分头都逐 token 计算：改 token 2 的输入，只有 token 2 的那一行会变"
-                        "（token 之间交换信息要到下一步的注意力）"),
-            ([], "头 0 的 d_k 个数也混合了 x 的全部特征，包括被改的第 5 维，所以 token 2 会变"))),
-          "from_q": Ask(
-        "不动 x，直接给 Q′ 的 `q[0, 2, 9]` 加 1 再分头：token 2 的哪些头会变？", "分头只搬数：Q′ 的第 9 个数进了头 9 // 4 = 2。",
-        "代码下标为 i 的头拿 Q′ 的第 i·d_k 到 (i+1)·d_k − 1 个数；这里 d_k = 4", (
-            ([0, 1, 2], "分头只搬数、不做计算：Q′ 的一个数只进一个头（头 9 // d_k = 2）"),
-            ([0], "把 Q′ 当成了轮流发给各个头（9 % 3 = 0）：一个头拿的是连续的一段，"
-                  "代码下标为 i 的头拿第 i·d_k 到 (i+1)·d_k − 1 个数")))}))
+check_heads_that_move = flat_positions(predict_which(_moving(**ASKED)))
+WARMUP = _moving(**WARMUP_ASKED)
 
 
 # ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)
@@ -84,11 +106,7 @@ def check_split_bug_repair(answer):
     """``answer = {"right_anyway": (B, L, d_model, n_heads), "repair": fn}``: a shape with n_heads >= 2 on which
     :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
     split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
-    if is_stub(answer):
-        raise NotDone()
-    if not isinstance(answer, dict) or not {"right_anyway", "repair"} <= set(answer):
-        raise Mistake('答案应该是字典 {"right_anyway": (B, L, d_model, n_heads), "repair": 函数}，'
-                      f"却收到了 {type(answer).__name__}" + ("（缺少键）" if isinstance(answer, dict) else ""))
+    dict_answer(answer, ("right_anyway", "repair"), '{"right_anyway": (B, L, d_model, n_heads), "repair": 函数}')
     shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
     if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
         raise Mistake(f'answer["right_anyway"] 应该是 (B, L, d_model, n_heads)，四个 1 到 512 之间的整数，却是 {shape}')

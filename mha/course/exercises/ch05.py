@@ -17,6 +17,7 @@ import torch
 from mha.masks import causal_mask
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
 from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
+from .ch01 import flat_positions, positions
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
 from .records import Ask, Which, predict_which
@@ -28,51 +29,57 @@ __all__ = ["check_rows_that_move", "check_dot_product_variance_scaled",
 
 
 # ---------------------------------------------------------------- 5.1 (which output rows change: causal self-attention)
-ROWS_L, Q_TOKEN, HIDDEN_KEY, V_TOKEN = 5, 3, 1, 4
+ROWS_L, ASKED, WARMUP_ASKED = 5, (3, 1, 4), (1, 3, 2)  # (query changed, key hidden, value changed); the self-check's
 
 
-def rows_that_move(L: int = ROWS_L, d: int = 4) -> dict:
+def rows_that_move(q_at: int, hidden: int, v_at: int, L: int = ROWS_L, d: int = 4) -> dict:
     """Output rows of ``mha.attention(q, k, v, causal_mask(L))`` (one sentence, one head) that change when query
-    ``Q_TOKEN`` is replaced, when key ``HIDDEN_KEY`` is hidden too, or when value ``V_TOKEN`` is replaced."""
+    ``q_at`` is replaced, when key ``hidden`` is hidden too, or when value ``v_at`` is replaced."""
     q, k, v = (torch.randn(1, 1, L, d) for _ in range(3))
     keep = causal_mask(L)  # (L, L), True = may attend
     q2, v2, hide = q.clone(), v.clone(), keep.clone()
-    q2[..., Q_TOKEN, :], v2[..., V_TOKEN, :] = torch.randn(d), torch.randn(d)
-    hide[:, HIDDEN_KEY] = False
+    q2[..., q_at, :], v2[..., v_at, :] = torch.randn(d), torch.randn(d)
+    hide[:, hidden] = False
     with torch.no_grad():
         base = attention(q, k, v, keep)[0]
 
         def moved(q=q, v=v, keep=keep):
-            return ((attention(q, k, v, keep)[0] - base).abs() > 1e-6)[0, 0].any(-1).nonzero().flatten().tolist()
+            return positions(((attention(q, k, v, keep)[0] - base).abs() > 1e-6)[0, 0].any(-1))
         return {"change_q": moved(q=q2), "mask_key": moved(keep=hide), "change_v": moved(v=v2)}
 
 
-_ALL = list(range(ROWS_L))
-check_rows_that_move = predict_which(Which(
-    "5.1", "ch05", "因果注意力里改一处，哪些输出行会变", rows_that_move, size=ROWS_L,
-    setting=f"一句话、一个头的因果自注意力 `mha.attention(q, k, v, mha.causal_mask({ROWS_L}))`，L = {ROWS_L}，"
-            "query t 只看 key 0..t（位置从 0 数）。",
-    range_why=f"：L = {ROWS_L}，输出有 {ROWS_L} 行",
-    asks={"change_q": Ask(
-        f"把 query {Q_TOKEN} 换成别的向量（k、v 和掩码不变），哪些输出行会变？", f"query {Q_TOKEN} 只决定 scores 的第 {Q_TOKEN} 行。",
-        "scores 的第 t 行只用到哪个 query？", (
-            (_ALL, f"query {Q_TOKEN} 只出现在 scores 的第 {Q_TOKEN} 行：别的行的分数用的是它们自己的 query，它们的权重和输出都不变"),
-            (_ALL[Q_TOKEN:], f"把 query 当成了 key：后面的 query 看到的是 key 和 value，换掉 query {Q_TOKEN} 只改第 {Q_TOKEN} 行"))),
-          "mask_key": Ask(
-        f"在因果掩码之外再挡住 key {HIDDEN_KEY}（`keep[:, {HIDDEN_KEY}] = False`），哪些输出行会变？",
-        f"query t 看 key 0..t：第 {HIDDEN_KEY} 行及以后原本都给 key {HIDDEN_KEY} 分了权重，现在要重新分配。",
-        f"哪些 query 原本看得到 key {HIDDEN_KEY}？", (
-            ([HIDDEN_KEY], f"挡住 key {HIDDEN_KEY} 改的是 scores 的第 {HIDDEN_KEY} 列：每个原本看得到它的 query"
-                           f"（第 {HIDDEN_KEY} 行及以后）的权重都要重新分配"),
-            (_ALL, f"因果掩码下 query t 只看 key 0..t：query 0 本来就看不到 key {HIDDEN_KEY}，不受影响"),
-            (_ALL[:HIDDEN_KEY + 1], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的），"
-                                    f"看得到 key {HIDDEN_KEY} 的是它自己和后面的 query"))),
-          "change_v": Ask(
-        f"只把 value {V_TOKEN} 换成别的向量，哪些输出行会变？", f"只有 query {V_TOKEN} 看得到 key {V_TOKEN}（它是最后一个）。",
-        f"哪些 query 给 value {V_TOKEN} 的权重不是 0？", (
-            (_ALL, f"因果掩码下只有 query {V_TOKEN} 及以后看得到 key {V_TOKEN}；别的行给它的权重是 0"),
-            ([], f"query {V_TOKEN} 给 value {V_TOKEN} 的权重不是 0，这一行的加权和会变"),
-            (_ALL[:V_TOKEN], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")))}))
+def _rows(q_at: int, hidden: int, v_at: int) -> Which:
+    """Exercise 5.1 for these three changes (the self-check asks other ones)."""
+    every = list(range(ROWS_L))
+    return Which(
+        "5.1", "ch05", "因果注意力里改一处，哪些输出行会变", lambda: rows_that_move(q_at, hidden, v_at), size=ROWS_L,
+        setting=f"一句话、一个头的因果自注意力 `mha.attention(q, k, v, mha.causal_mask({ROWS_L}))`，L = {ROWS_L}，"
+                "query t 只看 key 0..t（位置从 0 数）。",
+        range_why=f"：L = {ROWS_L}，输出有 {ROWS_L} 行",
+        asks={"change_q": Ask(
+            f"把 query {q_at} 换成别的向量（k、v 和掩码不变），哪些输出行会变？", f"query {q_at} 只决定 scores 的第 {q_at} 行。",
+            "scores 的第 t 行只用到哪个 query？", (
+                (every, f"query {q_at} 只出现在 scores 的第 {q_at} 行：别的行的分数用的是它们自己的 query，它们的权重和输出都不变"),
+                (every[q_at:], f"把 query 当成了 key：后面的 query 看到的是 key 和 value，换掉 query {q_at} 只改第 {q_at} 行"))),
+              "mask_key": Ask(
+            f"在因果掩码之外再挡住 key {hidden}（`keep[:, {hidden}] = False`），哪些输出行会变？",
+            f"query t 看 key 0..t：第 {hidden} 行及以后原本都给 key {hidden} 分了权重，现在要重新分配。",
+            f"哪些 query 原本看得到 key {hidden}？", (
+                ([hidden], f"挡住 key {hidden} 改的是 scores 的第 {hidden} 列：每个原本看得到它的 query"
+                           f"（第 {hidden} 行及以后）的权重都要重新分配"),
+                (every, f"因果掩码下 query t 只看 key 0..t：query 0 本来就看不到 key {hidden}，不受影响"),
+                (every[:hidden + 1], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的），"
+                                     f"看得到 key {hidden} 的是它自己和后面的 query"))),
+              "change_v": Ask(
+            f"只把 value {v_at} 换成别的向量，哪些输出行会变？", f"query t 看 key 0..t：只有 query {v_at} 及以后看得到 key {v_at}。",
+            f"哪些 query 给 value {v_at} 的权重不是 0？", (
+                (every, f"因果掩码下只有 query {v_at} 及以后看得到 key {v_at}；别的行给它的权重是 0"),
+                ([], f"query {v_at} 给 value {v_at} 的权重不是 0，这一行的加权和会变"),
+                (every[:v_at], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")))})
+
+
+check_rows_that_move = flat_positions(predict_which(_rows(*ASKED)))
+WARMUP = _rows(*WARMUP_ASKED)
 
 
 # ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
@@ -168,7 +175,7 @@ def _two_tensors(out, where):
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise Mistake(f"{where}应该返回 (output, weights) 两个张量，却返回了 {type(out).__name__}"
                       + (f"（长度 {len(out)}）" if isinstance(out, (tuple, list)) else ""))
-    for name, t in zip(("output", "weights"), out):
+    for name, t in zip(("output", "weights"), out):  # NaN is named here, before any other check looks at the values
         if is_plain_tensor(t) and t.is_floating_point() and torch.isnan(t).any():
             raise Mistake(f"{where}的 {name} 里有 NaN：一个 key 也看不到的 query，用 -inf 填分数时 softmax 算的是 0/0；"
                           "用一个有限的很小的数填分数，再把被挡住的权重置为 0")
@@ -224,8 +231,6 @@ def _name_weights_mistake(out, weights, q, k, v, mask, where):
         w_rows, ref_rows = weights.detach().double(), ref_w.detach().double()
         got = w_rows[blocked_rows]
         if torch.allclose(w_rows[real], ref_rows[real], atol=1e-4) and not torch.equal(got, torch.zeros_like(got)):
-            if torch.isnan(got).any():
-                raise Mistake(f"{where}：一个 key 也看不到的 query，权重成了 NaN（用 -inf 填分数时 softmax 算的是 0/0）")
             if torch.allclose(got, torch.full_like(got, 1.0 / got.shape[-1]), atol=1e-4):
                 raise Mistake(f"{where}：一个 key 也看不到的 query，权重平均分给了 S = {got.shape[-1]} 个 key"
                               "（用 -1e9 填分数就是这个结果）；这道题要求这一行的权重全是 0、输出也全是 0")

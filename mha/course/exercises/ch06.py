@@ -38,7 +38,6 @@ SOURCE_WRONGS = [  # (name, (t, j, L, h, d_k) -> the (i, t', m) a typical mistak
      "把一行读成了 (d_k, h)：头不是隔 h 列交错放的，每个头占连续的 d_k 列 [i·d_k, (i+1)·d_k)"),
     ("swapped", lambda t, j, L, h, d_k: (j % d_k, t, j // d_k), "i 和 m 放反了：j // d_k 是头的下标，j % d_k 是头里的第几维"),
     ("from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k + 1), "从 1 数了：代码里的下标 i、t、m 都从 0 数"),
-    ("head from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k), "头的下标从 1 数了：代码里的下标从 0 数"),
 ]
 BUGGY_IS_RIGHT = ("这是正确 Concat 的来源；merge_heads_buggy 没有 transpose，它的一行装的不是一个 token。"
                   "reshape 只按内存顺序重新切：先算出 (t, j) 在一句话里排第几个数，再按 heads 的 (h, L, d_k) 顺序拆开")
@@ -68,17 +67,18 @@ def check_concat_source(answer):
             for _, wrong, why in SOURCE_WRONGS:
                 if all(got[k] == wrong(*k, L, h, d_k) for k in truth):
                     raise Mistake(f"{what}：{why}")
+            if all(n - m in (0, 1) for k in truth for n, m in zip(got[k], truth[k])):
+                raise Mistake(f"{what}：下标要从 0 数，你的答案像是从 1 数的（应该是 {truth[t, j]}）：代码里的 i、t、m 都从 0 数")
             raise Mistake(f"{what} 不对，应该是 {truth[t, j]}。" + (
                 "提示：Concat 的第 i 个头占 [i·d_k, (i+1)·d_k) 列，token 不动" if key == "right" else
                 "提示：buggy 没有搬动任何数，concat 的一句话和 heads 的一句话在内存里是同一串数"))
 
 
-# ---------------------------------------------------------------- 6.2
-def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
-    """Call the student's merge (no ``mha.merge_heads`` unless ``forbid`` says otherwise); a ``view`` on a
-    non-contiguous tensor is named as such."""
+# ---------------------------------------------------------------- 6.2 (bug hunt: no transpose)
+def call_merge(fn, x, what, *more):
+    """Call the student's merge; a ``view`` on a non-contiguous tensor is named as such."""
     try:
-        return call(fn, x, *more, what=what, forbid=forbid)
+        return call(fn, x, *more, what=what)
     except Mistake as m:
         if "view size is not compatible" in str(m):
             raise Mistake("忘了 .contiguous()：transpose 之后张量在内存里不再连续，直接 .view 会报错；"
@@ -86,7 +86,6 @@ def call_merge(fn, x, what, *more, forbid=(merge_heads,)):
         raise
 
 
-# ---------------------------------------------------------------- 6.2 (bug hunt: no transpose)
 def merge_heads_buggy(x: torch.Tensor) -> torch.Tensor:
     """The bug of exercise 6.2: (B, h, L, d_k) reshaped straight to (B, L, h·d_k), without the transpose."""
     B, h, L, d_k = x.shape
@@ -131,17 +130,6 @@ def _properties_that_fail(merge) -> set:
 FAILS_WHY = {"shape": "形状总是对的，所以这个 bug 很难发现", "same_numbers": "只是换了位置，数还是那些数",
              "right_if_one_head": "只有一个头时，(B, 1, L, d_k) 和 (B, L, 1, d_k) 在内存里是同一串数，不 transpose 也一样",
              "right_if_one_token": "只有一个 token 时，(B, h, 1, d_k) 和 (B, 1, h, d_k) 在内存里是同一串数，不 transpose 也一样"}
-
-
-def _fails_answer(answer, second: str) -> None:
-    """The answer is a dict with ``"fails"`` and ``second``; ``"fails"`` names exactly the properties of
-    :data:`PROPERTIES` that :func:`merge_heads_buggy` breaks."""
-    dict_answer(answer, ("fails", second), f'{{"fails": [...], "{second}": 函数}}')
-    said, truth = as_names(answer["fails"], PROPERTIES, 'answer["fails"]'), _properties_that_fail(merge_heads_buggy)
-    for key in sorted(said - truth):
-        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{FAILS_WHY.get(key, '再试一试')}")
-    for key in sorted(truth - said):
-        raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
 
 
 # ---------------------------------------------------------------- 6.3 (swap two heads in the concat)
@@ -191,9 +179,14 @@ def check_merge_bug_repair(answer):
     """``answer = {"fails": [property keys], "repair": fn}``: which of :data:`PROPERTIES` :func:`merge_heads_buggy`
     breaks, and ``fn(wrong, n_heads)`` that turns ``wrong = merge_heads_buggy(heads)`` (B, L, h·d_k) into the right
     Concat ``merge_heads(heads)`` without the heads."""
-    _fails_answer(answer, "repair")
+    dict_answer(answer, ("fails", "repair"), '{"fails": [...], "repair": 函数}')
+    said, truth = as_names(answer["fails"], PROPERTIES, 'answer["fails"]'), _properties_that_fail(merge_heads_buggy)
+    for key in sorted(said - truth):
+        raise Mistake(f"“{PROPERTIES[key]}”其实成立：{FAILS_WHY.get(key, '再试一试')}")
+    for key in sorted(truth - said):
+        raise Mistake(f"还漏了一条不成立的性质：“{PROPERTIES[key]}”。用 merge_heads_buggy 试一试，例如 h ≠ d_k、L > 1 的输入")
     repair = answer["repair"]
-    check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h, forbid=()), map(_merge_bug, REPAIR_CASES))
+    check_repair(lambda wrong, h: call_merge(repair, wrong, 'answer["repair"]', h), map(_merge_bug, REPAIR_CASES))
 
 
 def _merge_bug(case) -> Bug:

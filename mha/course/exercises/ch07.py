@@ -55,6 +55,7 @@ def _matrix_wrongs(layer, i: int):
     yield Wv[:, block] @ Wo[block, :], ("把 nn.Linear 的 weight 当成了 W：公式里的 W^V 是 W_v.weight.T，W^V_i 是它的第 "
                                         "[i·d_k, (i+1)·d_k) 列；W^O = W_o.weight.T，W^O_i 是它的同样几行")
     yield Wv.T @ Wo.T, "把所有头都乘进去了：W^V W^O 是 h 个头的矩阵之和，题目只要头 i 的那一个"
+    yield head_matrix(layer, i) + layer.W_o.bias.detach(), "加上了 W_o 的偏置：题目不算偏置，M_i 只是两个矩阵的乘积 W^V_i W^O_i"
 
 
 @checker("ch07", "7.1", "一个头从输入到输出：W^V_i W^O_i 和它的秩")
@@ -109,6 +110,12 @@ def _changed_wrongs(t, i, L, d, h, with_w_o):
         yield row_t.expand(L, d), "没有 W^O 时只有 Concat：头 i 只占 [i·d_k, (i+1)·d_k) 这几列，别的列不动"
         yield block.expand(L, d), "Concat 不搬 token：只有第 t 行变"
         yield row_t & (cols >= (i + 1) * d_k) & (cols < (i + 2) * d_k), "头的列从 1 数了：代码下标 i 的头占 [i·d_k, (i+1)·d_k) 列"
+    flat = torch.zeros(L * d, dtype=torch.bool)  # heads[0, i, t] where the memory order of (h, L, d_k) puts it
+    flat[(i * L + t) * d_k:(i * L + t + 1) * d_k] = True
+    unmoved = flat.view(L, d)
+    yield (unmoved.any(1, keepdim=True).expand(L, d) if with_w_o else unmoved), (
+        "这是按 heads 的内存顺序 (h, L, d_k) 直接读成 (L, d_model) 的结果（第 6 章没有 transpose 的 merge_heads_buggy）："
+        "merge_heads 先 transpose(1, 2) 把 token 轴放回头轴前面，所以第 t 行装的正是各个头在 token t 上的结果")
 
 
 @checker("ch07", "7.2", "预测：改动一个头在一个 token 上的结果，输出哪些数会变")
@@ -152,7 +159,9 @@ def check_remove_head(fn):
     gradients (values compared) reach ``head_i`` and ``W_o.weight``.
     """
     for B, h, L, d_v, d_model in REMOVE_CASES:
-        W_o = _layer_rect(h * d_v, d_model)
+        W_o = nn.Linear(h * d_v, d_model)
+        with torch.no_grad():
+            W_o.bias.normal_()  # a bias large enough that removing it shows
         heads = torch.randn(B, h, L, d_v)
         with torch.no_grad():
             out = W_o(heads.transpose(1, 2).reshape(B, L, h * d_v))
@@ -169,8 +178,8 @@ def check_remove_head(fn):
                 name_the_match(got, [
                     (want - bias, "偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下"),
                     (out + block(i), "符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它"),
-                    (block(i), f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
-                    (block(i) + bias, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i"),
+                    *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i")
+                      for c in (block(i), block(i) + bias)),
                     (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
                     *((out - block(j), f"减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
                                        "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行") for j in range(h) if j != i)],
@@ -181,10 +190,3 @@ def check_remove_head(fn):
             expect_same_gradients(got, -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v]), {"head_i": head_i, "W_o.weight": W_o.weight},
                                   [head_ref, W_ref], f"{where} 时的返回值",
                                   hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")
-
-
-def _layer_rect(d_in: int, d_out: int) -> nn.Linear:
-    W_o = nn.Linear(d_in, d_out)
-    with torch.no_grad():
-        W_o.bias.normal_()  # a bias large enough that removing it shows
-    return W_o
