@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import torch
@@ -63,24 +62,7 @@ def _permuted(p: list) -> Which:
                       "y2 的第 t 行属于 x2 的第 t 个 token；它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", wrongs + from_1)})
 
 
-def flat_positions(check):
-    """``check`` that also takes what ``.nonzero()`` gives without ``.flatten()``: a (k, 1) tensor or array, or the
-    one-tensor tuple of ``nonzero(as_tuple=True)``, as the list of k positions."""
-    def flat(v):
-        if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], (torch.Tensor, np.ndarray)):
-            v = v[0]
-        try:
-            return v.reshape(-1) if type(v) in (torch.Tensor, np.ndarray) and v.ndim == 2 and v.shape[1] == 1 else v
-        except Exception:  # a tensor without sizes (nested ...): the checker says what is wrong with it
-            return v
-
-    @functools.wraps(check)
-    def checked(answer=None, *, record: bool = True):
-        return check({k: flat(v) for k, v in answer.items()} if isinstance(answer, dict) else flat(answer), record=record)
-    return checked
-
-
-check_permuted_rows = flat_positions(predict_which(_permuted(PERMUTATION)))
+check_permuted_rows = predict_which(_permuted(PERMUTATION))
 WARMUP = _permuted(WARMUP_PERMUTATION)  # the self-check's sibling case
 
 
@@ -98,7 +80,7 @@ def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4
         return positions((layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6)  # (L,)
 
 
-check_changed_positions_cross = flat_positions(predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
+check_changed_positions_cross = predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
     "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
     lambda: {"change_kv": cross_changed_positions("kv", _L, _S, _KV), "change_q": cross_changed_positions("q", _L, _S, _Q)},
     size=_L, setting=f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {_L} 个 token，kv 有 S = {_S} 个 token，没有掩码。",
@@ -116,7 +98,7 @@ check_changed_positions_cross = flat_positions(predict_which(Which(  # {"change_
         "位置 j 的输出用到了哪些 query？", (
             (list(range(_L)), f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 "
                               f"key/value，所以只有位置 {_Q} 会变"),
-            ([], f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))})))
+            ([], f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))}))
 
 
 # ---------------------------------------------------------------- 1.3

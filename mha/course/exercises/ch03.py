@@ -14,7 +14,7 @@ from torch import nn
 from mha.steps import project
 
 from .answers import as_int, expect_close, expect_tensor, name_the_match
-from .ch01 import flat_positions, positions
+from .ch01 import positions
 from .gradients import expect_gradients
 from .guard import LINEAR
 from .records import Ask, Which, predict_which
@@ -66,7 +66,7 @@ def _reach(d: int, L: int, at: tuple) -> Which:
                 ([], f"Q′[{b}, {t}, {j}] 正是 token {t} 算出来的，它的梯度会传回 token {t}")), size=L)})
 
 
-check_gradient_reach = flat_positions(predict_which(_reach(6, 3, AT)))
+check_gradient_reach = predict_which(_reach(6, 3, AT))
 WARMUP = _reach(8, 4, WARMUP_AT)  # the self-check's sibling case
 
 

@@ -17,7 +17,7 @@ from torch import nn
 
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, part
-from .ch01 import flat_positions, positions
+from .ch01 import positions
 from .records import Ask, Bug, check_repair, dict_answer, Which, predict_which
 from .running import call
 from .verdicts import checker, Mistake
@@ -90,7 +90,7 @@ def _moving(w_at, x_at, head, cut) -> Which:
                 ([a // d_k], f"只算了切片的开头：{a}:{b} 是下标 {a} 到 {b - 1} 的数，跨过了头的边界")))})
 
 
-check_heads_that_move = flat_positions(predict_which(_moving(**ASKED)))
+check_heads_that_move = predict_which(_moving(**ASKED))
 WARMUP = _moving(**WARMUP_ASKED)
 
 

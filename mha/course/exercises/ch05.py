@@ -17,7 +17,7 @@ import torch
 from mha.masks import causal_mask
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
 from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
-from .ch01 import flat_positions, positions
+from .ch01 import positions
 from .gradients import expect_gradients
 from .guard import SDPA, torch_mha
 from .records import Ask, Which, predict_which
@@ -78,7 +78,7 @@ def _rows(q_at: int, hidden: int, v_at: int) -> Which:
                 (every[:v_at], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")))})
 
 
-check_rows_that_move = flat_positions(predict_which(_rows(*ASKED)))
+check_rows_that_move = predict_which(_rows(*ASKED))
 WARMUP = _rows(*WARMUP_ASKED)
 
 

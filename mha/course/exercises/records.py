@@ -105,7 +105,15 @@ def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, h
 
 # ---------------------------------------------------------------- which positions change (a reasoning family)
 def as_index_list(value, what: str) -> list[int]:
-    """A list of position numbers: list/tuple/set/range, a 1-d integer tensor or array; each item via as_int."""
+    """A list of position numbers: list/tuple/set/range, a 1-d integer tensor or array; each item via as_int.
+
+    What ``.nonzero()`` gives without ``.flatten()`` (a (k, 1) tensor or array) and the one-tensor tuple of
+    ``nonzero(as_tuple=True)`` are read as the list of k positions."""
+    if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], (torch.Tensor, np.ndarray)):
+        value = value[0]
+    if isinstance(value, (torch.Tensor, np.ndarray)) and not getattr(value, "is_nested", False) \
+            and value.ndim == 2 and value.shape[1] == 1:
+        value = value.reshape(-1)
     if isinstance(value, torch.Tensor):
         value = plain(value).detach()
     n = value.numel() if isinstance(value, torch.Tensor) else len(value) if hasattr(value, "__len__") else 0
