@@ -146,7 +146,7 @@ def _from_which(ex) -> list:
 
 
 _exercise("1.1")(functools.partial(_from_which, ch01.WARMUP))
-_exercise("1.2")(lambda: _from_which(RECORDS["1.2"]))
+_exercise("1.2")(functools.partial(_from_which, ch01.WARMUP_CROSS))
 
 
 def _block_label(choice) -> str:
@@ -291,11 +291,11 @@ def _concat_source():
 
 @_exercise("7.1")
 def _head_matrix_rank():
-    d, h = ch07.RANK_QUESTION["d_model"], ch07.RANK_QUESTION["n_heads"]
+    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]  # the exercise asks the lecture's layer
     d_k = d // h
     truth = int(torch.linalg.matrix_rank(ch07.head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
     return [_number(
-        f"《讲义一》的层（d_model = {d}，{h} 个头）。头 i 的 M_i = W^V_i W^O_i 是 {d}×{d} 的矩阵。它的秩最大是多少？", truth,
+        f"{WARMUP}一个 d_model = {d}、{h} 个头的层。头 i 的 M_i = W^V_i W^O_i 是 {d}×{d} 的矩阵。它的秩最大是多少？", truth,
         f"W^V_i 是 {d}×{d_k}，W^O_i 是 {d_k}×{d}：数据中途只经过 {d_k} 维，乘积的秩不超过 {d_k}。",
         [(d, f"{d}×{d} 的矩阵不一定满秩：它是两个矩阵的乘积，中间只有 d_k = {d_k} 维。"),
          (h, f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制。"),
@@ -306,13 +306,16 @@ def _head_matrix_rank():
 @_exercise("8.1")
 def _zeroed_weight():
     names = lambda v: "、".join(ch08.PROPERTIES[k] for k in sorted(v)) or "三条都不成立"  # noqa: E731
-    truth = ch08.ablation_truth("W_k")
+    truth = ch08.ablation_truth("W_k", causal=True)  # the exercise asks the four Linears without a mask
     return [_choice(
-        "自注意力层（Q = K = V = x，偏置都不为 0）只把 `W_k.weight` 换成全 0，偏置保留。下面哪一组性质成立？", truth,
-        "每个 key 都变成同一个 b^K：同一行的分数全相等，权重均匀；每个 query 得到同一个 V′ 的平均，输出行全一样。",
-        [(frozenset({"uniform"}), "每个 query 都得到 V′ 的同一个平均，输出行也全一样。"),
-         (frozenset(), "偏置还在：K′ = b^K 对每个 key 都一样，同一行的分数全相等。"),
-         (frozenset({"rows_equal", "uniform", "bias_only"}), "V′ 没受影响，输出不只是 W_o 的偏置。")],
+        WARMUP + "自注意力层（Q = K = V = x，偏置都不为 0）加上因果掩码，只把 `W_k.weight` 换成全 0，偏置保留。"
+        "下面哪一组性质成立？", truth,
+        "每个 key 都变成同一个 b^K，query t 能看到的 t + 1 个 key 分数相同，权重都是 1/(t + 1)，不是 1/S；"
+        "各行平均的 value 个数不同，输出行也不全一样；V′ 没受影响，输出不只是 W_o 的偏置。",
+        [(frozenset({"rows_equal", "uniform"}), "因果掩码挡住了后面的 key：query t 只有 t + 1 个权重不为 0，不可能每个都是 1/S；"
+                                               "各行平均的是不同的几个 value，输出行也不全一样。"),
+         (frozenset({"uniform"}), "query t 的 t + 1 个权重相等，但都是 1/(t + 1)：“均匀”说的是每个权重都等于 1/S，被挡住的是 0。"),
+         (frozenset({"rows_equal"}), "query t 平均的是前 t + 1 个 value，每一行平均的个数不同，输出行不一样。")],
         label=names)]
 
 
@@ -332,17 +335,7 @@ def _padding_mask_kind():
         label=lambda v: f"形状 {_shape(v[0])}，dtype {v[1]}")]
 
 
-@_exercise("9.3")
-def _pad_change():
-    weights_rows, output_rows = ch09.pad_change_truth()
-    L, pad = ch09.PAD_QUESTION["L"], ch09.PAD_QUESTION["pad_at"]
-    return [_choice(
-        "“You are welcome PAD”，用本章的 padding 掩码。只把 PAD 的词向量从 0 换成别的数，层的输出里哪些行会变？（行号从 0 数）",
-        str(output_rows),
-        f"PAD 的 key 被挡住、value 的权重为 0，别的行都不受影响；只有 PAD 自己那一行（第 {pad} 行）的 query 变了。",
-        [(str([]), "PAD 作为 query 的那一行照常算，它的 query 由 PAD 的词向量算出，会跟着变。"),
-         (str(list(range(L))), "PAD 的 key 被掩码挡住，value 的权重为 0：别的 query 的输出不受影响。"),
-         (str(list(range(pad))), "正好反了：前三行不受影响，变的是 PAD 自己那一行。")], code=True)]
+_exercise("9.3")(functools.partial(_from_which, ch09.WARMUP))
 
 
 def _matrix(rows) -> str:
@@ -385,30 +378,35 @@ def _decoder_row():
 
 @_exercise("10.3")
 def _mask_alignment():
-    n = ch10.ALIGN_SIZE
-    b, i, t = 0, 1, 2
-    truth = ch10.rows_used("m")[(b, i, t)]
-    show = lambda r: f"第 {r} 行"  # noqa: E731
+    n = ch10.ALIGN_WARMUP  # a (S,) mask: the exercise asks (B, S) and (B, 1, S)
+    at = (0, 1, 2, 3)  # (b, i, t, s): four different numbers, so each option names one axis
+    index = torch.arange(n)
+    truth = int(index.expand(n, n, n, n)[at])  # the element of keep that broadcasting puts at scores[b, i, t, s]
+    show = lambda r: f"keep[{r}]"  # noqa: E731
+    b, i, t, s = at
     return [_choice(
-        f"B = h = L = {n}，S = 5。编码器的 padding 掩码 m 是 (B, S)，同学直接写 `scores.masked_fill(~m, ...)`，"
-        f"scores 是 (B, h, L, S)。`scores[{b}, {i}, {t}, :]` 实际被 m 的哪一行挡住？（从 0 数）", truth,
-        "右对齐：(B, S) 补成 (1, 1, B, S)，m 的行对到 query 的轴 L；B = L 时不报错，却挡错了位置。",
-        [(b, "m 的第 0 轴没有对到 batch：右对齐时它对到倒数第 2 轴，也就是 query 的轴 L。"),
-         (i, "(B, S) 只补了前两根轴，头的轴是补出来的 1；m 的行对到的是 query 的轴。")], label=show)]
+        f"{WARMUP}一句话的 padding 掩码 keep 是 (S,) 的 bool，scores 是 (B, h, L, S)，B = h = L = S = {n}。"
+        f"`scores.masked_fill(~keep, ...)` 不会报错。`scores[{b}, {i}, {t}, {s}]` 由 keep 的哪一个数决定？（下标从 0 数）", truth,
+        "右对齐：(S,) 补成 (1, 1, 1, S)，它唯一的轴对到 scores 的最后一根轴，也就是 key 的轴 S。",
+        [(b, "广播从右往左对齐，不是从左往右：(S,) 的轴对到 scores 的最后一根轴，不是 batch。"),
+         (i, "(S,) 前面补的三根轴都是 1，它唯一的轴对到最后一根轴 S，不是头的轴。"),
+         (t, "(S,) 只有一根轴，对到的是最后一根轴（key），不是倒数第 2 根（query）。")], label=show)]
 
 
 @_exercise("10.4")
 def _cache_step_sees():
-    S = ch10.BUGGY_S
-    buggy = torch.ones(1, S).tril().bool()[0].nonzero().flatten().tolist()
-    right = ch10.causal_mask(1, S)[0].nonzero().flatten().tolist()
+    L, S = ch10.BUGGY_WARMUP  # the exercise asks L = 1, S = ch10.BUGGY_S
+    r = L - 1
+    buggy = torch.ones(L, S).tril().bool()[r].nonzero().flatten().tolist()
+    right = ch10.causal_mask(L, S)[r].nonzero().flatten().tolist()
     return [_choice(
-        f"KV cache 的一步：cache 里已有 {S - 1} 个 token，新来 1 个 query（L = 1），key 一共 S = {S} 个。"
-        f"同学用 `torch.ones(1, {S}).tril().bool()` 当掩码，这个新 token 能看到哪些 key？（位置从 0 编号）", str(buggy),
-        f"tril() 从左上角对齐：(1, {S}) 的第 0 行只保留第 0 列。新 token 本该看到全部 {S} 个 key。",
+        f"{WARMUP}KV cache 的一步：cache 里已有 {S - L} 个 token，新来 {L} 个 query，key 一共 S = {S} 个。"
+        f"同学用 `torch.ones({L}, {S}).tril().bool()` 当掩码，最后一个新 token（第 r = {r} 行，在位置 {S - L + r}）"
+        f"能看到哪些 key？（位置从 0 编号）", str(buggy),
+        f"tril() 从左上角对齐：第 {r} 行只保留列号 ≤ {r} 的列。这个新 token 本该看到全部 {S} 个 key。",
         [(str(right), "这是正确掩码下的结果；同学的 tril() 没有偏移，从左上角对齐。"),
-         (str([S - 1]), "tril() 保留的是列号 ≤ 行号的位置，第 0 行只有第 0 列。"),
-         (str(list(range(S - 1))), f"tril() 不知道 cache 里有 {S - 1} 个 token，它只看行号和列号。")],
+         (str([r]), "tril() 保留的是列号 ≤ 行号的所有位置，不只是对角线上那一个。"),
+         (str(list(range(S - L + r))), f"tril() 不知道 cache 里有 {S - L} 个 token，它只看行号和列号。")],
         code=True)]
 
 

@@ -22,9 +22,10 @@ import re
 import pytest
 import torch
 
+import mha
 import mha.course.selfcheck as sc
 from mha.course import exercises as ex
-from mha.course.exercises import ch02, ch05, ch06, ch09, ch10
+from mha.course.exercises import ch02, ch05, ch06, ch07, ch08, ch09, ch10
 from mha.course.exercises import verdicts
 from mha.course.exercises.records import RECORDS, predict_which
 
@@ -104,14 +105,15 @@ def _choices(exercise_id: str, index: int = 0):
     return [(value_of(a), a["correct"]) for a in q["answers"]]
 
 
-WARMUPS = {"1.1": ex.ch01.WARMUP, "3.1": ex.ch03.WARMUP, "4.1": ex.ch04.WARMUP, "5.1": ex.ch05.WARMUP}
+WARMUPS = {"1.1": ex.ch01.WARMUP, "1.2": ex.ch01.WARMUP_CROSS, "3.1": ex.ch03.WARMUP, "4.1": ex.ch04.WARMUP,
+           "5.1": ex.ch05.WARMUP, "9.3": ex.ch09.WARMUP}
 
 
 def _checker_of(exercise_id):
     return next(getattr(ex, n) for n in ex.__all__ if getattr(getattr(ex, n), "exercise_id", None) == exercise_id)
 
 
-@pytest.mark.parametrize("exercise_id", ["1.1", "1.2", "3.1", "4.1", "5.1"])
+@pytest.mark.parametrize("exercise_id", sorted(WARMUPS))
 def test_which_positions_choices_agree_with_the_checker(exercise_id, capsys, monkeypatch):
     """Each option of a "which positions change" self-check, put into the otherwise right answer, passes the
     checker of the case it asks (the exercise's own, or its warm-up's, built here and registered nowhere) iff it
@@ -213,14 +215,6 @@ def test_decoder_row_choice_agrees_with_the_checker(capsys):
                       & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril(), capsys)
 
 
-def test_cache_step_choice_agrees_with_the_checker(capsys):
-    (q,) = sc.questions("10.4")
-    mask = lambda L, S: torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)  # noqa: E731
-    for a in q["answers"]:
-        answer = {"buggy_sees": ast.literal_eval(html.unescape(a["code"])), "mask": mask}
-        assert passes(ex.check_cache_step_mask, answer, capsys) == a["correct"], label(a)
-
-
 def _truths(exercise_id):
     return [value_of(right(q)) if q["type"] == "multiple_choice" else right(q)["value"] for q in sc.questions(exercise_id)]
 
@@ -230,22 +224,98 @@ def test_which_position_answers_are_what_the_experiments_give():
     assert _truths("3.1") == [[1], list(range(8)), [3]]  # weight row j, every column, only its own token
     assert _truths("4.1") == [[2], [3], [1, 2]]  # weight row 7 -> head 7 // 3; per token; Q' 4:7 -> heads 1, 1, 2
     assert _truths("5.1") == [[1], [3, 4], [2, 3, 4]]  # causal: query t sees keys 0..t
+    assert _truths("1.2") == [[0, 1, 2, 3, 4], [0]]  # L = 5: a key/value token reaches every output, a query only its own
+    assert _truths("9.3") == [[4, 5], [4, 5]]  # two PADs share the word vector: both their query rows, nothing else
 
 
-def test_prediction_choices_agree_with_the_checkers(capsys):
-    """8.1, 9.3, 10.3: the right option is what the checker accepts, each wrong option a mistake it refuses."""
+def test_zeroed_weight_choice_is_what_an_experiment_gives():
+    """8.1's warm-up (W_k's weight zeroed, under a causal mask): the right option is what a layer of other sizes shows."""
     names = {ex.ch08.PROPERTIES[k]: k for k in ex.ch08.PROPERTIES}
-    ablated = {n: sorted(ex.ch08.ablation_truth(n)) for n in ("W_q", "W_k", "W_v", "W_o")}
+    torch.manual_seed(3)
+    layer = mha.MultiHeadAttention(6, 3).eval()
+    with torch.no_grad():
+        for linear in (layer.W_q, layer.W_k, layer.W_v, layer.W_o):
+            linear.bias.normal_()
+        layer.W_k.weight.zero_()
+        x = torch.randn(2, 4, 6)
+        out, w = layer(x, x, x, mha.causal_mask(4), need_weights=True)
+    holds = {"rows_equal": torch.allclose(out, out[:, :1].expand_as(out), atol=1e-5),
+             "uniform": torch.allclose(w, torch.full_like(w, 1 / 4), atol=1e-5),
+             "bias_only": torch.allclose(out, layer.W_o.bias.expand_as(out), atol=1e-5)}
+    assert torch.allclose(w[0, 0, 2, :3], torch.full((3,), 1 / 3))  # the t + 1 visible keys share the weight
     for a in sc.questions("8.1")[0]["answers"]:
-        said = [names[t] for t in label(a).split("、") if t in names]
-        assert passes(ex.check_zeroed_weight, {**ablated, "W_k": said}, capsys) == a["correct"], label(a)
-    for a in sc.questions("9.3")[0]["answers"]:
-        answer = {"weights_rows": [3], "output_rows": ast.literal_eval(label(a))}
-        assert passes(ex.check_pad_change, answer, capsys) == a["correct"], label(a)
-    for a in sc.questions("10.3")[0]["answers"]:
-        row = int(re.search(r"\d+", label(a)).group())
-        answer = {"m": lambda b, i, t: {0: b, 1: i, 2: t}[row], "m[:, None]": lambda b, i, t: i, "right": ["m[:, None, None]"]}
-        assert passes(ex.check_mask_alignment, answer, capsys) == a["correct"], label(a)
+        said = {names[t] for t in label(a).split("、") if t in names}
+        assert (said == {k for k, v in holds.items() if v}) == a["correct"], label(a)
+
+
+def test_mask_alignment_choice_is_what_broadcasting_reads():
+    """10.3's warm-up: hiding only the option's element of keep hides scores[b, i, t, s] iff it is the right option."""
+    (q,) = sc.questions("10.3")
+    b, i, t, s = (int(n) for n in re.search(r"scores\[(\d+), (\d+), (\d+), (\d+)\]", q["question"]).groups())
+    n = ex.ch10.ALIGN_WARMUP
+    for a in q["answers"]:
+        keep = torch.ones(n, dtype=torch.bool)
+        keep[int(re.fullmatch(r"keep\[(\d)\]", label(a)).group(1))] = False
+        hidden = torch.zeros(n, n, n, n).masked_fill(~keep, 1.0)[b, i, t, s] == 1
+        assert bool(hidden) == a["correct"], label(a)
+
+
+def test_cache_step_choice_is_what_the_buggy_mask_keeps():
+    """10.4's warm-up: tril() keeps columns s <= r of row r; the right-aligned mask (s <= S - L + r) is a wrong option."""
+    (q,) = sc.questions("10.4")
+    L, S = ex.ch10.BUGGY_WARMUP
+    rows = {str(a["code"]): a["correct"] for a in q["answers"]}
+    assert rows[str(list(range(L)))] is True and sum(rows.values()) == 1  # the last new query r = L - 1
+    assert rows[str(list(range(S)))] is False
+
+
+def _axis(question: str, value: int) -> int:
+    """Which axis of scores[b, i, t, ...] the quiz's right option names, from the indices its question uses."""
+    at = [int(n) for n in re.search(r"scores\[([^\]]*)\]", question).group(1).split(", ") if n.isdigit()]
+    assert len(set(at)) == len(at), at
+    return at.index(value)
+
+
+def _rank_is_not_graded(capsys):
+    rank = right(sc.questions("7.1")[0])["value"]
+    assert rank != ch07.RANK_QUESTION["d_model"] // ch07.RANK_QUESTION["n_heads"]
+    assert not passes(ex.check_head_matrix, {"matrix": ch07.head_matrix, "max_rank": rank}, capsys)
+
+
+def _properties_are_not_graded(capsys):
+    names = {ch08.PROPERTIES[k]: k for k in ch08.PROPERTIES}
+    said = [names[t] for t in label(right(sc.questions("8.1")[0])).split("、") if t in names]
+    truths = {n: sorted(ch08.ablation_truth(n)) for n in ch08.LINEARS}
+    assert passes(ex.check_zeroed_weight, truths, capsys)
+    for n in ch08.LINEARS:
+        assert not passes(ex.check_zeroed_weight, {**truths, n: said}, capsys), n
+
+
+def _axis_is_not_graded(capsys):
+    (q,) = sc.questions("10.3")
+    axis = _axis(q["question"], int(re.search(r"\d+", label(right(q))).group()))
+    graded = {next(k for k in range(3) if all(r == key[k] for key, r in ch10.rows_used(name).items()))
+              for name in ("m", "m[:, None]")} | {0}  # the right spelling reads row b
+    assert axis not in graded, (axis, graded)
+
+
+def _buggy_keys_are_not_graded(capsys):
+    sees = ast.literal_eval(label(right(sc.questions("10.4")[0])))
+    mask = lambda L, S: torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)  # noqa: E731
+    assert passes(ex.check_cache_step_mask, {"buggy_sees": [0], "mask": mask}, capsys)
+    assert not passes(ex.check_cache_step_mask, {"buggy_sees": sees, "mask": mask}, capsys)
+
+
+NOT_GRADED = {"7.1": _rank_is_not_graded, "8.1": _properties_are_not_graded, "10.3": _axis_is_not_graded,
+              "10.4": _buggy_keys_are_not_graded}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(NOT_GRADED))
+def test_a_prediction_self_check_does_not_hand_out_a_graded_answer(exercise_id, capsys):
+    """The quiz above a prediction exercise asks a warm-up: its right option is no graded answer (or part) of the
+    exercise below it."""
+    assert all(q["question"].startswith(sc.WARMUP) for q in sc.questions(exercise_id))
+    NOT_GRADED[exercise_id](capsys)
 
 
 def test_counts_match_the_formula():
@@ -253,7 +323,17 @@ def test_counts_match_the_formula():
     count, change = sc.questions("3.2")
     assert right(count)["value"] == 4 * (d * d + d)
     assert label(right(change)) == "不变"
-    assert _truths("7.1") == [d // 8]  # the rank of W^V_i W^O_i is at most d_k = 64
+    assert _truths("7.1") == [12 // 3]  # the warm-up's layer: the rank of W^V_i W^O_i is at most d_k = 4
+
+
+def test_rank_choices_agree_with_the_checker_of_their_layer(capsys, monkeypatch):
+    """7.1's warm-up asks the exercise's max_rank for another layer: asked of that layer, the checker passes exactly
+    the quiz's right value."""
+    monkeypatch.setattr(ch07, "RANK_QUESTION", ch07.RANK_WARMUP)
+    (q,) = sc.questions("7.1")
+    for a in q["answers"]:
+        if a["type"] == "value":
+            assert passes(ex.check_head_matrix, {"matrix": ch07.head_matrix, "max_rank": a["value"]}, capsys) == a["correct"]
 
 
 def test_the_claims_in_the_feedback_are_computed():

@@ -67,7 +67,7 @@ WARMUP = _permuted(WARMUP_PERMUTATION)  # the self-check's sibling case
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
-_L, _S, _KV, _Q = 4, 6, 2, 1  # q has L tokens, kv has S; the kv token and the q token that are replaced
+CROSS, WARMUP_CROSS_AT = (4, 6, 2, 1), (5, 3, 1, 0)  # (L, S, kv token replaced, q token replaced); the self-check's second
 
 
 def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4) -> list[int]:
@@ -80,25 +80,31 @@ def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4
         return positions((layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6)  # (L,)
 
 
-check_changed_positions_cross = predict_which(Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
-    "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
-    lambda: {"change_kv": cross_changed_positions("kv", _L, _S, _KV), "change_q": cross_changed_positions("q", _L, _S, _Q)},
-    size=_L, setting=f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {_L} 个 token，kv 有 S = {_S} 个 token，没有掩码。",
-    range_why=f"：输出的位置跟着 Query 走，只有 L = {_L} 个；Key/Value 的 S = {_S} 个位置不是输出的位置",
-    asks={"change_kv": Ask(
-        f"把 kv 里位置 {_KV} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
-        f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{_L} 个输出全都会变。",
-        f"哪些 query 会用到位置 {_KV} 的 key/value？", (
-            ([_KV], f"把 Key/Value 的位置 {_KV} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
-                    f"改了其中一个，所有 {_L} 个输出都会变"),
-            ([], "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动"))),
-          "change_q": Ask(
-        f"把 q 里位置 {_Q} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
-        f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，只有位置 {_Q} 会变。",
-        "位置 j 的输出用到了哪些 query？", (
-            (list(range(_L)), f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 "
-                              f"key/value，所以只有位置 {_Q} 会变"),
-            ([], f"位置 {_Q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))}))
+def _cross(L: int, S: int, kv: int, q: int) -> Which:
+    """Exercise 1.2 for these sizes and tokens (the self-check asks the same for others)."""
+    return Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
+        "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
+        lambda: {"change_kv": cross_changed_positions("kv", L, S, kv), "change_q": cross_changed_positions("q", L, S, q)},
+        size=L, setting=f"交叉注意力 `layer(q, kv, kv)`：q 有 L = {L} 个 token，kv 有 S = {S} 个 token，没有掩码。",
+        range_why=f"：输出的位置跟着 Query 走，只有 L = {L} 个；Key/Value 的 S = {S} 个位置不是输出的位置",
+        asks={"change_kv": Ask(
+            f"把 kv 里位置 {kv} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
+            f"每个 query 都对全部 S 个 key/value 加权求和；改了其中一个，{L} 个输出全都会变。",
+            f"哪些 query 会用到位置 {kv} 的 key/value？", (
+                ([kv], f"把 Key/Value 的位置 {kv} 当成了输出的位置：每个 query 都对全部 S 个 key/value 加权求和，"
+                       f"改了其中一个，所有 {L} 个输出都会变"),
+                ([], "被换掉的 key/value 参与了每个 query 的加权求和，输出不会纹丝不动"))),
+              "change_q": Ask(
+            f"把 q 里位置 {q} 的 token（位置从 0 数）换掉，输出的哪些位置会变？",
+            f"位置 j 的输出只用到 query j 和全部 key/value；别的 query 没变，只有位置 {q} 会变。",
+            "位置 j 的输出用到了哪些 query？", (
+                (list(range(L)), f"改一个 query 只影响它自己那一行输出：位置 j 的输出只用到 query j 和（没变的）全部 "
+                                 f"key/value，所以只有位置 {q} 会变"),
+                ([], f"位置 {q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))})
+
+
+check_changed_positions_cross = predict_which(_cross(*CROSS))
+WARMUP_CROSS = _cross(*WARMUP_CROSS_AT)  # the self-check's sibling case
 
 
 # ---------------------------------------------------------------- 1.3

@@ -34,6 +34,7 @@ _matches = functools.partial(same, atol=1e-4)
 
 # ---------------------------------------------------------------- 7.1 (one head's path as one matrix)
 RANK_QUESTION = {"d_model": 512, "n_heads": 8}
+RANK_WARMUP = {"d_model": 12, "n_heads": 3}  # the self-check's sibling case
 MATRIX_CASES = [(8, 2), (12, 3), (6, 6)]  # (d_model, n_heads); d_k = 1 in the last
 
 

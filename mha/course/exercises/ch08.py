@@ -54,8 +54,9 @@ ABLATION = {"d_model": 8, "n_heads": 2, "B": 2, "L": 5}
 
 
 @functools.lru_cache(maxsize=None)
-def ablation_truth(name: str) -> frozenset:
-    """Which :data:`PROPERTIES` hold for self-attention after ``layer.<name>.weight`` is set to 0 (biases kept), measured."""
+def ablation_truth(name: str, causal: bool = False) -> frozenset:
+    """Which :data:`PROPERTIES` hold for self-attention after ``layer.<name>.weight`` is set to 0 (biases kept), measured;
+    ``causal``: with a causal mask (the self-check's sibling case)."""
     q = ABLATION
     with torch.random.fork_rng():
         torch.manual_seed(8)
@@ -65,7 +66,7 @@ def ablation_truth(name: str) -> frozenset:
                 getattr(layer, linear).bias.normal_()
             getattr(layer, name).weight.zero_()
             x = torch.randn(q["B"], q["L"], q["d_model"])
-            out, weights = layer(x, x, x, need_weights=True)
+            out, weights = layer(x, x, x, causal_mask(q["L"]) if causal else None, need_weights=True)
     close = functools.partial(torch.allclose, atol=1e-5)
     holds = {"rows_equal": close(out, out[:, :1].expand_as(out)),
              "uniform": close(weights, torch.full_like(weights, 1 / q["L"])),

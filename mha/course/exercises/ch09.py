@@ -115,44 +115,56 @@ def check_masked_mean(fn):
 
 # ---------------------------------------------------------------- 9.3 (predict: PAD's word vector changes)
 PAD_QUESTION = {"L": 4, "pad_at": 3, "d_model": 6, "n_heads": 2}  # You are welcome PAD
+WARMUP_SENTENCE = "Nice to meet you PAD PAD"  # the self-check's sibling case: two PADs, one word vector
 
 
 @functools.lru_cache(maxsize=None)
-def pad_change_truth() -> tuple:
+def pad_change_truth(L: int = PAD_QUESTION["L"], real: int = PAD_QUESTION["pad_at"]) -> tuple:
     """(query rows of the weights that change in some head, output rows that change) when only PAD's word vector
-    changes under the padding mask, measured on the chapter's sizes."""
+    changes under the padding mask, for ``real`` tokens followed by ``L - real`` PADs, measured on the chapter's sizes."""
     q = PAD_QUESTION
     with torch.random.fork_rng():
         torch.manual_seed(9)
         layer = MultiHeadAttention(q["d_model"], q["n_heads"], dropout=0.0).eval()
-        x = torch.randn(1, q["L"], q["d_model"])
-        x[0, q["pad_at"]] = 0.0
+        x = torch.randn(1, L, q["d_model"])
+        x[0, real:] = 0.0
         moved = x.clone()
-        moved[0, q["pad_at"]] = torch.randn(q["d_model"])
-        mask = padding_mask_from_lengths([q["pad_at"]], q["L"])
+        moved[0, real:] = torch.randn(q["d_model"])  # every PAD has the same word vector
+        mask = padding_mask_from_lengths([real], L)
         with torch.no_grad():
             (o1, w1), (o2, w2) = (layer(t, t, t, mask, need_weights=True) for t in (x, moved))
     rows = lambda a, b: ((a - b).abs() > 1e-6).flatten(0, -3).any(0).any(-1).nonzero().flatten().tolist()  # noqa: E731
     return rows(w1, w2), rows(o1[:, None], o2[:, None])
 
 
-_L, _PAD = PAD_QUESTION["L"], PAD_QUESTION["pad_at"]
-_PAD_WRONGS = (([], f"PAD 作为 query 的那一行照常算：它的 query 由 PAD 的词向量算出，会跟着变（第 {_PAD} 行）"),
-               (list(range(_L)), "PAD 的 key 被掩码挡住，PAD 的 value 权重为 0：别的 query 的权重和输出都不受 PAD 的词向量影响"),
-               ([_PAD + 1], "行号从 0 数：PAD 是第 4 个 token，下标 3"),
-               (list(range(_PAD)), "正好反了：前三行不受影响，变的是 PAD 自己那一行"))
-_PAD_HINT = "PAD 的词向量会变成它的 query、key 和 value，三者各去了哪里？"
-PAD_CHANGE = Which(  # answer = {"weights_rows": [...], "output_rows": [...]}
-    id="9.3", chapter="ch09", title="预测：只改 PAD 的词向量，哪些行会变",
-    right=lambda: dict(zip(("weights_rows", "output_rows"), pad_change_truth())), size=_L,
-    setting="“You are welcome PAD”，用本章的 padding 掩码。只把 PAD 的词向量从 0 换成别的数，",
-    asks={"weights_rows": Ask("注意力权重里哪些 query 行会变（任何一个头）？（行号从 0 数）",
-                              f"只有 PAD 自己的 query 变了：第 {_PAD} 行的分数跟着变；它的 key 被挡住，别的行的权重不变。",
-                              _PAD_HINT, _PAD_WRONGS),
-          "output_rows": Ask("层的输出里哪些行会变？（行号从 0 数）",
-                             f"PAD 的 key 被挡住、value 的权重为 0，别的行都不受影响；只有 PAD 自己那一行（第 {_PAD} 行）的 query 变了。",
-                             _PAD_HINT, _PAD_WRONGS)})
+def _pad_change(sentence: str) -> Which:
+    """Exercise 9.3 for ``sentence`` (words, then PADs; the self-check asks the same for another sentence)."""
+    words = sentence.split()
+    L, real = len(words), words.index("PAD")
+    pads = list(range(real, L))
+    at, nth = "、".join(str(p) for p in pads), "、".join(str(p + 1) for p in pads)
+    wrongs = (([], f"PAD 作为 query 的那一行照常算：它的 query 由 PAD 的词向量算出，会跟着变（第 {at} 行）"),
+              (list(range(L)), "PAD 的 key 被掩码挡住，PAD 的 value 权重为 0：别的 query 的权重和输出都不受 PAD 的词向量影响"),
+              ([p + 1 for p in pads], f"行号从 0 数：PAD 是第 {nth} 个 token，下标 {at}"),
+              (list(range(real)), f"正好反了：前 {real} 行不受影响，变的是 PAD 自己的行"))
+    if len(pads) > 1:
+        wrongs += ((pads[:1], "每个 PAD 用的是同一个词向量：它换了，每个 PAD 的 query 都变了，它们的行都会变"),)
+    hint = "PAD 的词向量会变成它的 query、key 和 value，三者各去了哪里？"
+    return Which(  # answer = {"weights_rows": [...], "output_rows": [...]}
+        id="9.3", chapter="ch09", title="预测：只改 PAD 的词向量，哪些行会变",
+        right=lambda: dict(zip(("weights_rows", "output_rows"), pad_change_truth(L, real))), size=L,
+        setting=f"“{sentence}”，用本章的 padding 掩码。只把 PAD 的词向量从 0 换成别的数，",
+        asks={"weights_rows": Ask("注意力权重里哪些 query 行会变（任何一个头）？（行号从 0 数）",
+                                  f"只有 PAD 自己的 query 变了：第 {at} 行的分数跟着变；PAD 的 key 被挡住，别的行的权重不变。",
+                                  hint, wrongs),
+              "output_rows": Ask("层的输出里哪些行会变？（行号从 0 数）",
+                                 f"PAD 的 key 被挡住、value 的权重为 0，别的行都不受影响；只有 PAD 自己的行（第 {at} 行）的 query 变了。",
+                                 hint, wrongs)})
+
+
+PAD_CHANGE = _pad_change("You are welcome PAD")
 check_pad_change = predict_which(PAD_CHANGE)
+WARMUP = _pad_change(WARMUP_SENTENCE)
 check_pad_change.__doc__ = """``answer = {"weights_rows": [...], "output_rows": [...]}``: for "You are welcome PAD" with the padding
 mask, the query rows of the weights (in any head) and the rows of the output that change when only PAD's word
 vector changes."""

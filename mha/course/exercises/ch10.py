@@ -116,6 +116,7 @@ def check_decoder_mask(fn):
 # ---------------------------------------------------------------- 10.3 (a (B, S) mask that runs and masks the wrong rows)
 CANDIDATES = ("m", "m[:, None]", "m[:, None, None]")  # ways to hand a (B, S) key padding mask to masked_fill
 ALIGN_SIZE = 3  # B = h = L: every candidate broadcasts without an error
+ALIGN_WARMUP = 4  # the self-check: a (S,) mask against scores with B = h = L = S = 4
 
 
 def _expand(name: str, m: torch.Tensor) -> torch.Tensor:
@@ -183,6 +184,7 @@ def check_mask_alignment(answer):
 
 # ---------------------------------------------------------------- 10.4 (a KV-cache step: the mask's alignment)
 BUGGY_S = 5  # the question: one new query after 4 cached tokens, with a top-left aligned tril
+BUGGY_WARMUP = (2, 6)  # the self-check's (L, S): the last of two new queries after 4 cached tokens
 
 
 @checker("ch10", "10.4", "KV cache 的一步：因果掩码要对齐右下角")
