@@ -2,6 +2,7 @@
 wrong answer fails with a verdict that names its mistake (``verdict`` asserts the checker's own error branch
 is never reached). The generic stub and garbage answers are tried on every checker in
 tests/checkers/test_exercises_common.py. 11.2 trains the chapter's 2-head model once (a few seconds, cached)."""
+import decimal
 import fractions
 
 import numpy as np
@@ -38,7 +39,9 @@ def test_an_answer_that_prints_passes(capsys):
 test_plateau_right = right_answers(answers_for(check_plateau, [
     plateau_ok,
     plateau_loop,
+    plateau_fraction,  # an exact Fraction is a number
     lambda V, n: float(plateau_fraction(V, n)),
+    lambda V, n: decimal.Decimal(1 + (n - 1) / V) / n,
     lambda V, n: np.float64(plateau_ok(V, n)),
     lambda V, n: torch.tensor(plateau_ok(V, n), dtype=torch.float64),
     lambda V, n: 1 / n + (n - 1) / (n * V),
@@ -50,6 +53,8 @@ test_plateau_wrong = wrong_answers(mistakes_for(check_plateau, [
     (lambda V, n: (1 + 1 / V) / 2, ["只对两个答案成立", "V=10, n=3"]),
     (lambda V, n: (1 + (n - 1) / 2) / n, ["不是 1/2"]),
     (lambda V, n: 1 / n + 1 / V, ["(n − 1)/(V n)"]),
+    (lambda V, n: 1 / V + (1 - 1 / V) * 3 / 4, ["猜想上限", "一个全对"]),  # cell 10's other number
+    (lambda V, n: (1 + (n - 1) / (V - 1)) / n, ["不是 1/(V − 1)"]),
     (lambda V, n: 100 * plateau_ok(V, n), ["百分数"]),
     (lambda V, n: 0.5625, ["V=10, n=3 时应该是 0.4000"]),  # the chapter's number, not the function
     (lambda V, n: None, ["返回了 None"]),
@@ -57,6 +62,7 @@ test_plateau_wrong = wrong_answers(mistakes_for(check_plateau, [
     (raise_value_error, ["ValueError: boom"]),
     (lambda V, n: float("nan"), ["有限的数"]),
     (lambda V, n: "0.5625", ["应该是一个数"]),
+    (lambda V, n: [plateau_ok(V, n)], ["应该是一个数"]),
 ]))
 
 test_plateau_not_done = not_done_answers(answers_for(check_plateau, [lambda V, n: ...]))
