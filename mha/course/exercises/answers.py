@@ -113,8 +113,12 @@ def is_plain_tensor(x) -> bool:
         and not x.is_nested and not x.is_meta and not x.is_quantized
 
 
-def expect_tensor(x, what: str) -> torch.Tensor:
-    """The answer must be a tensor with finite values; it comes back as a plain tensor."""
+NAN_HINT = "检查除法、softmax 和掩码（被屏蔽的位置要在 softmax 之前填入很小的数）"
+
+
+def expect_tensor(x, what: str, nan_hint: str = NAN_HINT) -> torch.Tensor:
+    """The answer must be a tensor with finite values (``nan_hint`` says where a NaN may come from); it comes
+    back as a plain tensor."""
     if is_stub(x):
         raise NotDone()
     if isinstance(x, tuple) and x and isinstance(x[0], torch.Tensor):
@@ -123,7 +127,7 @@ def expect_tensor(x, what: str) -> torch.Tensor:
         raise Mistake(f"{what} 应该是 torch.Tensor，却是 {type_name(x)}")
     x = plain(x)
     if x.is_floating_point() and not torch.isfinite(x).all():
-        raise Mistake(f"{what} 里出现了 NaN 或 inf；检查除法、softmax 和掩码（被屏蔽的位置要在 softmax 之前填入很小的数）")
+        raise Mistake(f"{what} 里出现了 NaN 或 inf；{nan_hint}")
     return x
 
 
