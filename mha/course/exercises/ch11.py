@@ -86,8 +86,6 @@ def ablation_reference() -> tuple:
 
 
 def _two_numbers(answer):
-    if isinstance(answer, dict):
-        raise Mistake("答案写成两个数的 tuple：(答 x[t-1] 的准确率, 答 x[t-3] 的准确率)，不要写成 dict")
     if isinstance(answer, (torch.Tensor, np.ndarray)) and answer.ndim == 1:
         answer = answer.tolist()  # two numbers measured by an experiment
     names = ("答 x[t-1] 的准确率", "答 x[t-3] 的准确率")
