@@ -2,6 +2,7 @@
 wrong answer fails with a verdict that names its mistake (``verdict`` asserts the checker's own error branch
 is never reached). The generic stub and garbage answers are tried on every checker in
 tests/checkers/test_exercises_common.py. 11.2 trains the chapter's 2-head model once (a few seconds, cached)."""
+import decimal
 import fractions
 
 import numpy as np
@@ -38,7 +39,9 @@ def test_an_answer_that_prints_passes(capsys):
 test_plateau_right = right_answers(answers_for(check_plateau, [
     plateau_ok,
     plateau_loop,
+    plateau_fraction,  # an exact Fraction is a number
     lambda V, n: float(plateau_fraction(V, n)),
+    lambda V, n: decimal.Decimal(1 + (n - 1) / V) / n,
     lambda V, n: np.float64(plateau_ok(V, n)),
     lambda V, n: torch.tensor(plateau_ok(V, n), dtype=torch.float64),
     lambda V, n: 1 / n + (n - 1) / (n * V),
@@ -50,6 +53,8 @@ test_plateau_wrong = wrong_answers(mistakes_for(check_plateau, [
     (lambda V, n: (1 + 1 / V) / 2, ["只对两个答案成立", "V=10, n=3"]),
     (lambda V, n: (1 + (n - 1) / 2) / n, ["不是 1/2"]),
     (lambda V, n: 1 / n + 1 / V, ["(n − 1)/(V n)"]),
+    (lambda V, n: 1 / V + (1 - 1 / V) * 3 / 4, ["猜想上限", "一个全对"]),  # cell 10's other number
+    (lambda V, n: (1 + (n - 1) / (V - 1)) / n, ["不是 1/(V − 1)"]),
     (lambda V, n: 100 * plateau_ok(V, n), ["百分数"]),
     (lambda V, n: 0.5625, ["V=10, n=3 时应该是 0.4000"]),  # the chapter's number, not the function
     (lambda V, n: None, ["返回了 None"]),
@@ -57,6 +62,7 @@ test_plateau_wrong = wrong_answers(mistakes_for(check_plateau, [
     (raise_value_error, ["ValueError: boom"]),
     (lambda V, n: float("nan"), ["有限的数"]),
     (lambda V, n: "0.5625", ["应该是一个数"]),
+    (lambda V, n: [plateau_ok(V, n)], ["应该是一个数"]),
 ]))
 
 test_plateau_not_done = not_done_answers(answers_for(check_plateau, [lambda V, n: ...]))
@@ -64,29 +70,36 @@ test_plateau_not_done = not_done_answers(answers_for(check_plateau, [lambda V, n
 
 # ---------------------------------------------------------------- 11.2 predict an ablation
 def test_the_ablation_reference_is_what_the_prompt_says():
-    """Zeroing the head that looks 3 back leaves x[t-1] right and x[t-3] at a guess (1/8), on 512 sequences."""
+    """Zeroing the head that looks 1 back leaves x[t-1] at a guess (1/8) and x[t-3] right, on 512 sequences:
+    the reverse of the 1-head pair the page prints, so copying it fails."""
     acc1, acc3, head = ablation_reference()
-    assert acc1 > 0.95 and abs(acc3 - 1 / 8) < 0.03 and head in (0, 1)
+    assert abs(acc1 - 1 / 8) < 0.03 and acc3 > 0.95 and head in (0, 1)
 
 
 test_ablation_right = right_answers(answers_for(check_ablation_prediction, [
-    (1.0, 0.125),
-    [0.98, 1 / 8],
-    (np.float64(0.95), torch.tensor(0.2)),
-    (1, 0.1),
+    (0.125, 1.0),
+    [1 / 8, 0.98],
+    (torch.tensor(0.2), np.float64(0.95)),
+    (0.1, 1),
+    torch.tensor([0.125, 1.0]),  # two numbers measured by an experiment, as one tensor or array
+    np.array([0.125, 1.0]),
 ]))
 
 test_ablation_wrong = wrong_answers(mistakes_for(check_ablation_prediction, [
-    ((0.125, 1.0), ["对调"]),
-    ((1.0, 0.0), ["1/V = 1/8"]),
+    ((1.0, 0.129), ["不会还有 1", "回看 1 步的头"]),  # the 1-head model's pair that the page prints
+    ((1.0, 0.125), ["不会还有 1", "回看 1 步的头"]),  # the head that looks 3 back removed instead
+    ((0.0, 1.0), ["1/V = 1/8"]),
     ((1.0, 1.0), ["独立"]),
-    ((0.125, 0.125), ["回看 1 步的头没有被动"]),
-    ((0.5, 0.125), ["差得超过 0.1"]),
-    ((100, 12.5), ["0 和 1 之间"]),
-    ({"x[t-1]": 1.0, "x[t-3]": 0.125}, ["tuple"]),
+    ((0.125, 0.125), ["回看 3 步的头没有被动"]),
+    ((0.125, 0.5625), ["回看 3 步的头没有被动"]),
+    ((0.5625, 0.5625), ["不会还有 0.5625"]),
+    ((0.3, 1.0), ["差得超过 0.1"]),
+    ((12.5, 100), ["0 和 1 之间"]),
+    ({"x[t-1]": 0.125, "x[t-3]": 1.0}, ["两个数", "dict"]),
     (0.5625, ["两个数"]),
-    ((1.0, 0.125, 0.5), ["两个数"]),
-    ((1.0, "0.125"), ["应该是一个数"]),
+    ((0.125, 1.0, 0.5), ["两个数"]),
+    (torch.tensor([0.125, 1.0, 0.5]), ["两个数"]),
+    ((0.125, "1.0"), ["应该是一个数"]),
 ]))
 
 test_ablation_not_done = not_done_answers(answers_for(check_ablation_prediction, [(..., ...), (1.0, ...)]))
@@ -118,6 +131,10 @@ test_costs_wrong = wrong_answers(mistakes_for(check_head_costs, [
     (lambda B, L, S, d, h: (B * L * S * d, d), ["不是 d_model"]),
     (lambda B, L, S, d, h: (B * L * S * d, d // h), ["行数 L 和列数 S", "min(d_k, L, S)"]),
     (lambda B, L, S, d, h: (B * L * S * d, min(L, S)), ["最大的秩应该是"]),
+    (lambda B, L, S, d, h: (min(d // h, L, S), B * L * S * d), ["顺序反了"]),
+    (lambda B, L, S, d, h: (2 * B * L * S * d, min(d // h, L, S)), ["加法不算"]),
+    (lambda B, L, S, d, h: (B * L * S * d + B * h * L * S, min(d // h, L, S)), ["√d_k 不算在内"]),
+    (lambda B, L, S, d, h: (B * h * L * S * d * h, min(d * h, L, S)), ["不是 d_model·h"]),
     (lambda B, L, S, d, h: B * L * S * d, ["两个整数"]),
     (lambda B, L, S, d, h: (B * L * S * d + 0.5, 1), ["应该是整数"]),
 ]))

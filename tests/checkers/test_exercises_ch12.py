@@ -1,6 +1,7 @@
 """Chapter 12 checkers, table-driven: honest answers in several styles pass, every named wrong answer fails with
 a verdict that names its mistake. The generic stub and garbage answers are tried on every checker in
 tests/checkers/test_exercises_common.py."""
+import fractions
 import math
 
 import numpy as np
@@ -50,6 +51,13 @@ def no_append(q, k_new, v_new, K_cache, V_cache):
     return out, torch.cat([K_cache, k_new], 2), torch.cat([V_cache, v_new], 2)
 
 
+def strictly_past(q, k_new, v_new, K_cache, V_cache):  # appends, then masks the new token's own key
+    K, V = torch.cat([K_cache, k_new], 2), torch.cat([V_cache, v_new], 2)
+    own = torch.arange(K.shape[2]) == K.shape[2] - 1
+    scores = (q @ K.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(own, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V, K, V
+
+
 def causal_top_left(q, k_new, v_new, K_cache, V_cache):
     K, V = torch.cat([K_cache, k_new], 2), torch.cat([V_cache, v_new], 2)
     return F.scaled_dot_product_attention(q, K, V, is_causal=True), K, V
@@ -84,6 +92,9 @@ test_decode_right = right_answers(answers_for(check_decode_step, [
 
 test_decode_wrong = wrong_answers(mistakes_for(check_decode_step, [
     (no_append, ["只看了旧缓存"]),
+    (strictly_past, ["只看了旧缓存", "包括它自己"]),
+    (lambda *a: decode_explicit(*a)[::-1], ["顺序不对", "(out, K, V)"]),  # (V, K, out)
+    (lambda *a: (*decode_explicit(*a)[1:], decode_explicit(*a)[0]), ["顺序不对"]),  # (K, V, out)
     (causal_top_left, ["左上角", "不需要掩码"]),
     (cat_dim(-1), ["RuntimeError", "Sizes of tensors must match"]),  # torch names the wrong dimension
     (cat_dim(1), ["RuntimeError", "Sizes of tensors must match"]),
@@ -113,6 +124,7 @@ test_bytes_right = right_answers(answers_for(check_kv_cache_bytes, [
     cache_bytes, cache_bytes_by_tensor,
     lambda n_layers, B, S, h, h_kv, d_k, nbytes: float(cache_bytes(n_layers, B, S, h, h_kv, d_k, nbytes)),
     lambda *a: np.int64(cache_bytes(*a)),
+    lambda *a: fractions.Fraction(cache_bytes(*a)),  # an exact Fraction that is a whole number
     lambda n_layers, B, S, h, h_kv, d_k, nbytes: 2 * n_layers * B * S * (h // (h // h_kv)) * d_k * nbytes,
     lambda n_layers, B, S, h, h_kv, d_k, nbytes: 2 * n_layers * B * S * (h * d_k) * (h_kv / h) * nbytes,  # d_model, shared
 ]))
@@ -124,7 +136,12 @@ test_bytes_wrong = wrong_answers(mistakes_for(check_kv_cache_bytes, [
     (lambda L, B, S, h, h_kv, d_k, n: 2 * B * S * h_kv * d_k * n, ["只算了一层"]),
     (lambda L, B, S, h, h_kv, d_k, n: 2 * L * B * S * h_kv * d_k, ["不是字节数"]),
     (lambda L, B, S, h, h_kv, d_k, n: 2 * L * S * h_kv * d_k * n, ["一个样本"]),
+    (lambda L, B, S, h, h_kv, d_k, n: 2 * L * B * S * h_kv * d_k * n * 8, ["位（bit）数"]),
+    (lambda L, B, S, h, h_kv, d_k, n: 2 * B * h * S * d_k * 4, ["一层、h 个头"]),  # the chapter's per-layer MHA formula
+    (lambda L, B, S, h, h_kv, d_k, n: 2 * B * S * h * d_k * n, ["一层、h 个头"]),
+    (lambda L, B, S, h, h_kv, d_k, n: L * B * S * (h + 2 * h_kv) * d_k * n, ["查询 q 也算进了缓存"]),
     (lambda L, B, S, h, h_kv, d_k, n: 2 * L * B * S * h_kv * d_k * n + 1, ["应该是", "(B, h_kv, S, d_k)"]),
+    (lambda L, B, S, h, h_kv, d_k, n: 2 * L * B * (S + 1) * h_kv * d_k * n, ["应该是", "(B, h_kv, S, d_k)"]),
     (lambda L, B, S, h, h_kv, d_k, n: 2.5, ["应该是整数"]),
     (lambda L, B, S: 1, ["TypeError"]),
 ]))

@@ -237,11 +237,29 @@ def continue_variant(*, skip_prefix=False, drop_prefix=False, no_cache=False, al
     return fn
 
 
+def continue_one_by_one(model, src, src_mask, prefix):  # right answers, but B = 1 decodes: no crash in the checker
+    memory, out = model.encode(src, src_mask), []
+    for b in range(src.shape[0]):
+        token, caches, written = torch.tensor([[BOS]]), None, prefix
+        for c in prefix:
+            _, caches = model.decode_step(token, memory[b:b + 1], src_mask[b:b + 1], caches)
+            token = torch.tensor([[TGT_TOKENS.index(c)]])
+        for _ in range(20):
+            logits, caches = model.decode_step(token, memory[b:b + 1], src_mask[b:b + 1], caches)
+            if int(logits.argmax(-1)) == EOS:
+                break
+            written += TGT_TOKENS[int(logits.argmax(-1))]
+            token = logits.argmax(-1)[:, None]
+        out.append(written)
+    return out
+
+
 CONTINUE_WRONG = {
     "prefix not fed": (continue_variant(skip_prefix=True), "应该喂开头的第 1 个字符 “3”"),
     "prefix from logits": (continue_variant(prefix_from_logits=True), "应该喂开头的第 1 个字符"),
     "prefix left out of the answer": (continue_variant(drop_prefix=True), "答案里少了开头"),
-    "caches not passed": (continue_variant(no_cache=True), "caches 原样传回去"),
+    "caches not passed": (continue_variant(no_cache=True), "传的 caches 是 None"),
+    "one numeral at a time": (continue_one_by_one, "不要一个数一个数地解码"),  # the chapter's B = 1 loop, per numeral
     "prefix in one call": (continue_variant(all_at_once=True), "decode_step takes one token per sequence"),
     "keeps <eos>": (continue_variant(keep_eos=True), "<eos> 也写进了答案"),
     "never stops": (continue_variant(never_stop=True), "次就够了"),
@@ -283,6 +301,11 @@ def _zero(x, lo, hi):
     return x
 
 
+def _zero_positions(x, h, d):  # x[:, lo:hi] = 0: the token axis, empty for L = 3
+    x[:, h * d:(h + 1) * d] = 0
+    return x
+
+
 def hook_inplace(head, d_k):
     def hook(module, inputs):
         inputs[0][..., head * d_k: (head + 1) * d_k] = 0
@@ -309,6 +332,12 @@ HOOK_WRONG = {
     "off by one head": (hook_with(lambda x, h, d: _zero(x, (h + 1) * d % x.shape[-1], (h + 1) * d % x.shape[-1] + d)),
                         "切片位置不对"),
     "rescaled": (hook_with(lambda x, h, d: _zero(x, h * d, (h + 1) * d) * 2), "放大"),
+    "slice end one short": (hook_with(lambda x, h, d: _zero(x, h * d, (h + 1) * d - 1)), "你置零的是第 32 到 46 列"),
+    "one column [head]": (hook_with(lambda x, h, d: _zero(x, h, h + 1)), "你置零的是第 2 到 2 列"),
+    "strided columns": (hook_with(lambda x, h, d: x.index_fill(-1, torch.arange(h, x.shape[-1], x.shape[-1] // d), 0)),
+                        "你置零的是第 2、6、10、14、18……"),  # head::h, heads taken as interleaved
+    "positions sliced": (hook_with(_zero_positions), "一列也没有置零"),
+    "NaN for zero": (hook_with(lambda x, h, d: x.index_fill(-1, torch.arange(h * d, (h + 1) * d), float("nan"))), "换成 0"),
     "in place": (hook_inplace, "修改了输入"),
     "returns None": (lambda head, d_k: (lambda module, inputs: None), "返回了 None"),
     "uses mha factory": (hook_via_mha, "不能调用现成的"),

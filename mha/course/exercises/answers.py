@@ -1,7 +1,9 @@
 """Answer coercion and comparison: one rule for numbers, shapes and tensors, the same in every checker."""
 from __future__ import annotations
 
+import decimal
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -10,7 +12,11 @@ from .verdicts import Mistake, NotDone, describe, exception_text, is_stub, short
 
 
 def _scalar(value):
-    """A Python/numpy/0-d torch number as a Python int or float; anything else unchanged."""
+    """A Python/numpy/0-d torch number, a ``Fraction`` or ``Decimal``, as a Python int or float; anything else unchanged."""
+    if isinstance(value, numbers.Rational) and not isinstance(value, (int, np.generic)):  # Fraction(9, 16) is 0.5625
+        return value.numerator if value.denominator == 1 else float(value)
+    if isinstance(value, decimal.Decimal):
+        return float(value)
     if is_plain_tensor(value) and value.dim() == 0 and value.dtype != torch.bool:
         return value.item()
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
@@ -56,7 +62,7 @@ def as_int(value, what: str) -> int:
 
 
 def as_number(value, what: str) -> float:
-    """A finite real number: Python, numpy or 0-d torch, int or float."""
+    """A finite real number: Python, numpy or 0-d torch, int or float, an exact ``Fraction`` or a ``Decimal``."""
     value = _scalar(part(value, what))
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Mistake(f"{what} 应该是一个数，却收到了 {describe(value)}")
@@ -107,8 +113,12 @@ def is_plain_tensor(x) -> bool:
         and not x.is_nested and not x.is_meta and not x.is_quantized
 
 
-def expect_tensor(x, what: str) -> torch.Tensor:
-    """The answer must be a tensor with finite values; it comes back as a plain tensor."""
+NAN_HINT = "检查除法、softmax 和掩码（被屏蔽的位置要在 softmax 之前填入很小的数）"
+
+
+def expect_tensor(x, what: str, nan_hint: str = NAN_HINT) -> torch.Tensor:
+    """The answer must be a tensor with finite values (``nan_hint`` says where a NaN may come from); it comes
+    back as a plain tensor."""
     if is_stub(x):
         raise NotDone()
     if isinstance(x, tuple) and x and isinstance(x[0], torch.Tensor):
@@ -117,7 +127,7 @@ def expect_tensor(x, what: str) -> torch.Tensor:
         raise Mistake(f"{what} 应该是 torch.Tensor，却是 {type_name(x)}")
     x = plain(x)
     if x.is_floating_point() and not torch.isfinite(x).all():
-        raise Mistake(f"{what} 里出现了 NaN 或 inf；检查除法、softmax 和掩码（被屏蔽的位置要在 softmax 之前填入很小的数）")
+        raise Mistake(f"{what} 里出现了 NaN 或 inf；{nan_hint}")
     return x
 
 

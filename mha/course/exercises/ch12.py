@@ -40,6 +40,9 @@ def check_decode_step(fn):
         case = f"B={B}, h={h}, 缓存 S={S}, d_k={d_k}："
         out = as_parts(call(fn, q, k_new, v_new, K_cache, V_cache, what="你的函数"), 3, "应该返回三个张量 (out, K, V)")
         got, K, V = (expect_tensor(t, f"{case}返回的{n}") for t, n in zip(out, ("输出", " K", " V")))
+        if tuple(got.shape) != tuple(q.shape) and tuple(q.shape) in (tuple(K.shape), tuple(V.shape)):
+            raise Mistake(f"{case}返回的三个张量顺序不对：形状是 {[tuple(t.shape) for t in out]}，"
+                          "应该按 (out, K, V) 返回，out 是 (B, h, 1, d_k)，K、V 是 (B, h, S + 1, d_k)")
         want = F.scaled_dot_product_attention(q_all, k_all, v_all, is_causal=True)[:, :, -1:]  # the full layer's last row
         for cache, cache_in, new, name in ((K, K_cache, k_new, "K"), (V, V_cache, v_new, "V")):
             full = torch.cat([cache_in, new], dim=2)
@@ -54,7 +57,8 @@ def check_decode_step(fn):
         if same(got, want):
             continue
         name_the_match(got, [
-            (_attend(q, K_cache, V_cache), "新 query 只看了旧缓存，没看它自己的 key：先把 k_new、v_new 接进缓存，再算注意力"),
+            (_attend(q, K_cache, V_cache), "新 query 只看了旧缓存，没看它自己的 key：k_new、v_new 接进缓存之后，新 query 要看全部 S + 1 个 key，"
+             "包括它自己（不需要掩码）"),
             (F.scaled_dot_product_attention(q, K, V, is_causal=True),
              "新 query 只看到了第一个 key：PyTorch 的 is_causal=True 把掩码对齐在左上角，L=1 时只留下第 1 列。"
              "新 token 是序列的最后一个，本来就该看全部 key，一步解码不需要掩码（要掩码就用右下角对齐的 mha.causal_mask(1, S + 1)）"),
@@ -66,7 +70,8 @@ def check_decode_step(fn):
 
 # ---------------------------------------------------------------- 12.2 the KV cache of a GQA model
 
-BYTES_CASES = [(32, 3, 4096, 32, 4, 128, 4), (32, 8, 4096, 32, 8, 128, 2), (2, 3, 10, 8, 2, 16, 4), (80, 1, 1000, 64, 8, 128, 2),
+BYTES_CASES = [(5, 6, 10, 21, 3, 16, 4),  # first: no factor stands in for another (2, 5, 4, 6, 7, 8 ...)
+               (32, 3, 4096, 32, 4, 128, 4), (32, 8, 4096, 32, 8, 128, 2), (2, 3, 10, 8, 2, 16, 4), (80, 1, 1000, 64, 8, 128, 2),
                (4, 2, 7, 8, 1, 8, 4), (3, 5, 11, 6, 6, 4, 1)]  # (layers, B, S, h, h_kv, d_k, bytes per number)
 
 
@@ -81,6 +86,9 @@ def check_kv_cache_bytes(fn):
             continue
         name_the_match(got, [
             (want * h // h_kv, "你按 h 个头算了：GQA 的缓存只存 h_kv 个 K/V 头，查询头共享它们，查询 q 不进缓存"),
+            (want * h // h_kv // n_layers, "这是一层、h 个头的缓存（普通多头注意力一层的公式）：有 n_layers 层，每层只存 h_kv 个 K/V 头"),
+            (want * (h + 2 * h_kv) // (2 * h_kv), "把查询 q 也算进了缓存：缓存只存 K 和 V，查询每步新算、用完就丢"),
+            (want * 8, "这是位（bit）数，不是字节数：nbytes 已经是每个数的字节数，不用再乘 8"),
             (want * (h // h_kv) // h_kv, "你用了每组的查询头数 g = h / h_kv；缓存里存的是 h_kv 个 K/V 头"),
             (want // 2, "只算了 K 或 V 一份：缓存里 K 和 V 各存一份"),
             (want // n_layers, "只算了一层：每一层注意力都有自己的缓存"),

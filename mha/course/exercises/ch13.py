@@ -113,7 +113,7 @@ def _recording_model_class():
 
         def reset(self):
             self.encodes, self.steps, self.full_decodes, self.finished = 0, [], 0, None
-            self.forced = 0  # decode steps whose output the prefix overrides
+            self.forced, self.start = 0, 0  # decode steps whose output the prefix overrides; where this decode began
 
         def encode(self, *args, **kwargs):
             self.encodes += 1
@@ -123,6 +123,8 @@ def _recording_model_class():
             step = {"token": token.detach().clone() if isinstance(token, torch.Tensor) else token,
                     "cache": None if caches is None else [getattr(c, "length", None) for c in caches],
                     "mask": src_mask is not None}
+            if caches is None:  # a new decode (one numeral at a time starts several): no row has finished yet
+                self.finished, self.start = None, len(self.steps)
             self.steps.append(step)
             out = super().decode_step(token, memory, src_mask, caches, need_weights)
             out = (self._after_eos(out[0]),) + tuple(out[1:])
@@ -138,7 +140,7 @@ def _recording_model_class():
             if self.finished is not None and self.finished.shape[0] == logits.shape[0] and self.finished.any():
                 logits = logits.clone()
                 logits[self.finished, TGT_TOKENS.index("7")] = logits.detach().max() + 10.0
-            if len(self.steps) <= self.forced:  # still feeding the prefix: nothing is written yet
+            if len(self.steps) - self.start <= self.forced:  # still feeding the prefix: nothing is written yet
                 return logits
             wrote = logits.detach().argmax(-1) == EOS
             self.finished = wrote if self.finished is None or self.finished.shape != wrote.shape else self.finished | wrote
@@ -224,6 +226,10 @@ def _check_prefix_steps(model, words, prefix, needed):
                       "每步只用 model.decode_step(token, memory, src_mask, caches) 喂最新的一个 token")
     if not steps:
         raise Mistake("没有调用 model.decode_step：解码要一步一步地来，每步喂一个 token")
+    rows = {s["token"].shape[0] for s in steps if isinstance(s["token"], torch.Tensor) and s["token"].dim() == 2}
+    if rows and rows != {len(words)}:
+        raise Mistake(f"decode_step 每步喂了 {sorted(rows)} 行，这一批有 B = {len(words)} 个数字：整批一起解码，"
+                      "每步喂 (B, 1) 的 token，不要一个数一个数地解码")
     if model.encodes != 1:
         raise Mistake(f"输入 {words} 时调用了 {model.encodes} 次 model.encode：源句子在解码时不变，"
                       "encode 一次，把 memory 留着每一步用")
@@ -234,8 +240,8 @@ def _check_prefix_steps(model, words, prefix, needed):
             raise Mistake(f"第 {i + 1} 次 decode_step 喂的是 {shape}：每步只喂一个 token，形状 (B, 1)"
                           "（开头的字符也要一步一个地喂，这样它们的 K、V 才一个一个进 cache）")
         if s["cache"] is None and i > 0 or s["cache"] is not None and any(n != i for n in s["cache"]):
-            raise Mistake(f"第 {i + 1} 次 decode_step 拿到的 cache 里有 {s['cache']} 个 token，应该是 {i}："
-                          "要把上一步 decode_step 返回的 caches 原样传回去（第一步传 None）")
+            got = "传的 caches 是 None" if s["cache"] is None else f"拿到的 cache 里有 {s['cache']} 个 token，应该是 {i}"
+            raise Mistake(f"第 {i + 1} 次 decode_step {got}：要把上一步 decode_step 返回的 caches 原样传回去（只有第一步传 None）")
         fed = token[:, 0]
         if i == 0:
             if not bool((fed == BOS).all()):
@@ -338,7 +344,7 @@ def check_zero_head_hook(fn):
         linear = torch.nn.Linear(d_model, d_model)
         out = call(hook, linear, (concat,), what="你的钩子", forbid=_hook_shortcuts())
         new = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-        new = expect_tensor(new, "钩子返回的 concat")
+        new = expect_tensor(new, "钩子返回的 concat", nan_hint="去掉一个头是把它那 d_k 列换成 0")
         want = _reference_zero(concat, head, d_k)
         expect_shape(new, concat.shape, "钩子返回的 concat", hint="只把一些列置零，形状不变")
         if new.dtype != concat.dtype:
@@ -347,16 +353,20 @@ def check_zero_head_hook(fn):
         if not torch.allclose(new, want):
             lo, hi = head * d_k, (head + 1) * d_k
             zero_cols = (new == 0).all(dim=0).all(dim=0)  # (d_model,)
-            kept = ~zero_cols
+            kept, cols = ~zero_cols, zero_cols.nonzero().flatten().tolist()
+            if torch.equal(new, concat):
+                raise Mistake(f"钩子返回的 concat 和传进来的一样，一列也没有置零：头 {head} 是最后一个轴上 [{lo}, {hi}) 这一段，"
+                              f"切片写成 [..., {lo}:{hi}]（[:, …] 切的是第 1 个轴，token 的位置）")
             if n_heads > 1 and torch.allclose(new, concat - want):
                 raise Mistake(f"反了：你只留下了头 {head}，把其余的头都置零了；要去掉的是头 {head} 的那 d_k 列")
             if torch.allclose(new[:, head], torch.zeros_like(new[:, head])) and not zero_cols.any():
                 raise Mistake("置零的是 token（第 1 个轴）而不是头的列：concat 的形状是 (B, L, d_model)，"
                               "头 i 是最后一个轴上 [i*d_k, (i+1)*d_k) 这一段")
-            if zero_cols.any() and int(zero_cols.sum()) == d_k and not zero_cols[lo:hi].all():
-                start = int(zero_cols.nonzero()[0])
-                raise Mistake(f"切片位置不对：头 {head} 占最后一个轴的第 {lo} 到 {hi - 1} 列（head * d_k 到 (head + 1) * d_k），"
-                              f"你置零的是第 {start} 到 {start + d_k - 1} 列")
+            if cols and cols != list(range(lo, hi)):
+                which = f"{cols[0]} 到 {cols[-1]}" if cols == list(range(cols[0], cols[-1] + 1)) else \
+                    "、".join(map(str, cols[:5])) + ("……" if len(cols) > 5 else "")
+                raise Mistake(f"切片位置不对：头 {head} 占最后一个轴的第 {lo} 到 {hi - 1} 列（head * d_k 到 (head + 1) * d_k，"
+                              f"共 d_k = {d_k} 列），你置零的是第 {which} 列")
             if zero_cols[lo:hi].all() and kept.any() and n_heads > 1:
                 scale = (new[..., kept] / concat[..., kept]).mean().item()
                 if abs(scale - 1) > 1e-3:
