@@ -62,8 +62,11 @@ class MultiHeadAttention(nn.Module):
     Shapes:
         query: (B, L, d_model); key, value: (B, S, d_model).
         mask: bool (or 0/1), True = may attend; (L, S), (B, L, S), (B, 1, 1, S),
-        (B, 1, L, S) or (B, h, L, S). This is the *opposite* of the boolean
-        masks of ``nn.MultiheadAttention`` (True = ignore there); see
+        (B, 1, L, S), (1, h, L, S) or (B, h, L, S). A 3-D mask is (B, L, S),
+        one per sentence, shared by the heads: it is not right-aligned, and its
+        leading size must be B or 1 (:func:`mha.masks.normalize_mask`).
+        True = may attend is the *opposite* of the boolean masks of
+        ``nn.MultiheadAttention`` (True = ignore there); see
         :mod:`mha.masks` for converters. For a causal mask prefer
         ``is_causal=True`` (no (L, S) tensor on the fused path).
         output: (B, L, d_model); weights (if requested): (B, h, L, S).
@@ -107,7 +110,9 @@ class MultiHeadAttention(nn.Module):
             query: (B, L, d_model)
             key: (B, S, d_model)
             value: (B, S, d_model)
-            mask: optional, True/1 = may attend, broadcastable to (B, h, L, S).
+            mask: optional, True/1 = may attend. (L, S); (B, L, S), one mask per
+                sentence for every head (a 3-D mask is never (h, L, S)); or 4-D
+                broadcastable to (B, h, L, S), per head: (1, h, L, S).
             is_causal: apply the causal (look-ahead) mask without passing one:
                 query i may attend key j iff ``j <= i + (S - L)`` (``causal_mask(L, S)``,
                 aligned to the bottom right). With ``mask`` too, a key must be allowed
@@ -147,7 +152,7 @@ class MultiHeadAttention(nn.Module):
         Args:
             query: (B, L, d_model); key, value: (B, S_new, d_model).
             cache: an :class:`mha.KVCache` (``KVCache()`` to start).
-            mask: optional, broadcastable to (B, h, L, S), S counting the cached tokens.
+            mask: optional, as in :meth:`forward`; S counts the cached tokens.
             is_causal: as in :meth:`forward`; the L queries are the last L of the S positions.
             need_weights: also return the weights (B, h, L, S).
 
@@ -178,7 +183,7 @@ class MultiHeadAttention(nn.Module):
         return attention(q, k, v, mask, self.dropout, is_causal)  # the explicit math: softmax(Q K^T / sqrt(d_k)) V
 
     def _validate(self, query, key, value, mask, is_causal, cache: KVCache | None = None):
-        """Validate the inputs, once, here; return the mask as bool broadcastable to (B, h, L, S).
+        """Validate the inputs, once, here; return the mask as 4-D bool broadcastable to (B, h, L, S).
 
         ``cache``: :meth:`decode`'s KV cache; its keys count towards S (S = cached + new keys).
         """

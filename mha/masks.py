@@ -9,8 +9,10 @@ Use :func:`to_torch_key_padding_mask` / :func:`to_torch_attn_mask` when you
 hand one of our masks to PyTorch's layer.
 
 Shape legend: B batch, h heads, L query length, S key length.
-A mask may have shape (L, S), (B, L, S), (B, 1, 1, S), (B, 1, L, S) or
-(B, h, L, S); any axis of size 1 broadcasts.
+A mask handed to the layer may have shape (L, S), (B, L, S), (B, 1, 1, S),
+(B, 1, L, S), (1, h, L, S) or (B, h, L, S); any axis of size 1 broadcasts.
+A 3-D mask is read as (B, L, S), one (L, S) mask per sentence shared by the
+heads (:func:`normalize_mask`); a per-head mask is 4-D: (1, h, L, S) or (B, h, L, S).
 """
 from __future__ import annotations
 
@@ -99,11 +101,37 @@ def causal_mask(L: int, S: int | None = None, device=None) -> torch.Tensor:
 
 
 def normalize_mask(mask, B: int, h: int, L: int, S: int, device=None) -> torch.Tensor:
-    """Check a user mask and return it as a bool tensor broadcastable to (B, h, L, S).
+    """Check a user mask and return it as a 4-D bool tensor broadcastable to (B, h, L, S).
 
-    Accepts dense bool tensors, and integer or float tensors holding only 0/1
-    (1 = may attend), on ``device``. Raises ``TypeError``/``ValueError`` naming the
-    expected and the actual layout, device, values, shape or dtype.
+    The number of dims says which axes the mask has:
+
+    ========  ==============  ===============  ==========================================
+    dims      read as         returned as      meaning
+    ========  ==============  ===============  ==========================================
+    2         (L, S)          (1, 1, L, S)     one mask for every sentence and head
+    3         (B, L, S)       (B, 1, L, S)     one (L, S) mask per sentence, every head
+    4         (B, h, L, S)    unchanged        any axis may be 1, e.g. (B, 1, 1, S)
+    ========  ==============  ===============  ==========================================
+
+    A 3-D mask is *not* right-aligned as in torch broadcasting: its first axis is the
+    batch, never the heads, so its leading size must be B or 1. A per-head mask is
+    4-D, (1, h, L, S) or (B, h, L, S). (With B == h an (h, L, S) mask passes the
+    shape check and is read as (B, L, S), one mask per sentence.)
+
+    Args:
+        mask: True / 1 = may attend. A dense bool tensor, or an integer or float
+            tensor holding only 0 and 1, on ``device``.
+        B, h, L, S: batch size, heads, queries and keys of the scores it must fit.
+        device: the inputs' device (None: not checked).
+
+    Returns:
+        (B or 1, h or 1, L or 1, S or 1) bool, True = may attend.
+
+    Raises:
+        TypeError: a sparse mask, a complex one, or values other than 0/1.
+        ValueError: another device, a rank other than 2, 3 or 4, a 3-D mask whose
+            leading size is neither B nor 1, or a shape that does not broadcast;
+            the message names the expected and the given shape.
     """
     require_tensor(mask, "mask")
     if mask.layout != torch.strided:
@@ -116,19 +144,27 @@ def normalize_mask(mask, B: int, h: int, L: int, S: int, device=None) -> torch.T
         _require_zero_one(mask)
         mask = mask != 0
     target = (B, h, L, S)
+    given = tuple(mask.shape)
     if mask.dim() == 2:
         mask = mask[None, None]  # (1, 1, L, S)
     elif mask.dim() == 3:
+        if given[0] not in (1, B):
+            raise ValueError(
+                f"a 3-D mask is read as (B, L, S) = {(B, L, S)}, one (L, S) mask per sentence, got {given}: "
+                f"its leading size {given[0]} is neither B = {B} nor 1; for a per-head mask pass "
+                f"(1, h, L, S) = {(1, h, L, S)} or (B, h, L, S) = {target}"
+            )
         mask = mask[:, None]  # (B, 1, L, S)
     elif mask.dim() != 4:
         raise ValueError(
             f"mask must have 2, 3 or 4 dims, one of (L, S), (B, L, S), (B, 1, 1, S), (B, 1, L, S), "
-            f"(B, h, L, S) = {target}; got {tuple(mask.shape)}"
+            f"(B, h, L, S) = {target}; got {given}"
         )
     for size, want in zip(mask.shape, target):
         if size not in (1, want):
+            read_as = "" if mask.dim() == len(given) else f" (read as {tuple(mask.shape)})"
             raise ValueError(
-                f"mask of shape {tuple(mask.shape)} cannot broadcast to (B, h, L, S) = {target}"
+                f"mask of shape {given}{read_as} cannot broadcast to (B, h, L, S) = {target}"
             )
     return mask
 

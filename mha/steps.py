@@ -68,7 +68,9 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
 
     Args:
         scores: (B, h, L, S)
-        mask: bool, broadcastable to (B, h, L, S), True = may attend.
+        mask: bool, broadcastable to (B, h, L, S) by torch's right-aligned rule,
+            True = may attend. Unlike the layer's mask (:func:`mha.masks.normalize_mask`),
+            a 3-D mask here is (h, L, S); a per-sentence mask is (B, 1, L, S).
 
     Returns:
         (B, h, L, S) weights; each row sums to 1, except a row whose keys are
@@ -95,7 +97,8 @@ def attention(
         q: (B, h, L, d_k)
         k: (B, h, S, d_k)
         v: (B, h, S, d_v) (d_v = d_k in the layer; any width works here)
-        mask: bool, broadcastable to (B, h, L, S), True = may attend.
+        mask: bool, broadcastable to (B, h, L, S) by torch's right-aligned rule
+            (a 3-D mask is (h, L, S) here, unlike in the layer), True = may attend.
         dropout: optional ``nn.Dropout`` on the weights (the lecture's 0.1): in
             training mode it zeroes each weight with probability p and scales the
             others by 1 / (1 - p); in eval mode it does nothing.

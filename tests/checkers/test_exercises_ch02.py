@@ -203,7 +203,7 @@ WRONG_2_1_SHIFT = mistakes_for(check_pe_shift_matrix, [
     (lambda k, d: shift_solution(k, d).T, "转置"),
     (_shift_variant(sign=-1), "往回挪 k 格"),
     (_shift_variant(omega=lambda i, d: 1.0), "忘了乘每一对维度自己的频率"),
-    (_shift_variant(omega=lambda i, d: 1 / 10000 ** (i / d)), "2i/d_model"),
+    (_shift_variant(omega=lambda i, d: 1 / 10000 ** (i / d)), "2m/d_model"),
     (lambda k, d: torch.eye(d), "单位矩阵"),
     (lambda k, d: shift_solution(k, 2), "(2, 2)"),
     (lambda k, d: shift_solution(k, d) * 2, ["第 2 行第 2 列", "应为 1，你的是 2"]),

@@ -204,7 +204,7 @@ WRONG_8_2 = mistakes_for(check_load_from_torch, [
 def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge=True, use_wo=True,
                invert_mask=False, return_weights=False, mutate=False, bias=True, tilde_mask=False,
                no_grad=False, detach_input=False, sdpa=False, mha_step=None, minus_inf=False, dropout=0.0,
-               sqrt_d_model=False, roles_swapped=False, ignore_mask=False):
+               sqrt_d_model=False, roles_swapped=False, ignore_mask=False, zero_blocked=True, nan_to_num=True):
     class Student(nn.Module):
         def __init__(self, d_model, n_heads):
             super().__init__()
@@ -231,12 +231,15 @@ def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge
             scores = q @ k.transpose(-2, -1)
             if scale:
                 scores = scores / math.sqrt(self.n_heads * self.d_k if sqrt_d_model else self.d_k)
+            hidden = None
             if mask is not None and not ignore_mask:
                 hidden = ~mask if tilde_mask else ((mask != 0) if invert_mask else (mask == 0))
                 scores = scores.masked_fill(hidden, -math.inf if minus_inf else -1e9)
             weights = torch.softmax(scores, dim=softmax_dim)
-            if minus_inf:
-                weights = torch.nan_to_num(weights)
+            if minus_inf and nan_to_num:
+                weights = torch.nan_to_num(weights)  # a query that sees no key: NaN -> 0
+            elif hidden is not None and zero_blocked:
+                weights = weights.masked_fill(hidden, 0.0)  # a query that sees no key: 1/S -> 0
             return self.dropout(weights) @ v, weights
 
         def forward(self, Q, K, V, mask=None):
@@ -303,7 +306,9 @@ class LoopMHA(nn.Module):
             if mask is not None:
                 m = mask if mask.dim() == 2 else mask[:, 0]  # (L, S) or (B, L|1, S)
                 scores = scores.masked_fill(m == 0, -1e9)
-            heads.append(torch.softmax(scores, dim=-1) @ v[..., part])
+                heads.append(torch.softmax(scores, dim=-1).masked_fill(m == 0, 0.0) @ v[..., part])
+            else:
+                heads.append(torch.softmax(scores, dim=-1) @ v[..., part])
         return self.W_o(torch.cat(heads, dim=-1))
 
 
@@ -454,6 +459,50 @@ class DetachesWeights(nn.Module):
         return out.detach() + (Q.sum() * 0) + (K.sum() * 0) + (V.sum() * 0)
 
 
+class LectureMHA(nn.Module):
+    """The lecture's reference class (《讲义一：多头注意力机制 - 原理图（下）》), pasted as it is."""
+
+    def __init__(self, d_model=512, n_heads=8, dropout=0.1):
+        super().__init__()
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model)
+        self.W_k = nn.Linear(d_model, d_model)
+        self.W_v = nn.Linear(d_model, d_model)
+        self.W_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, Q, K, V, mask=None):
+        batch_size = Q.size(0)
+        Q = self.W_q(Q)
+        K = self.W_k(K)
+        V = self.W_v(V)
+        Q = Q.view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        K = K.view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        V = V.view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        attn = torch.softmax(scores, dim=-1)
+        attn = self.dropout(attn)
+        output = torch.matmul(attn, V)
+        output = output.transpose(1, 2).contiguous()
+        output = output.view(batch_size, -1, self.d_model)
+        return self.W_o(output)
+
+
+class BlockedRowsWrong(LectureMHA):
+    """Zeroes a blocked query's output instead of its weights: the output should be b^O, not 0."""
+
+    def forward(self, Q, K, V, mask=None):
+        out = super().forward(Q, K, V, mask)
+        if mask is None:
+            return out
+        blocked = ~(mask != 0).expand(Q.shape[0], 1, Q.shape[1], K.shape[1]).any(-1)[:, 0]  # (B, L)
+        return out.masked_fill(blocked[..., None], 0.0)
+
+
 # The first six mirror mha/course/exercises/ch08.py's MISTAKES on purpose: written here independently (own buggy
 # class, own expected words), so the checker's diagnosis table is tested, not reused.
 WRONG_8_3 = mistakes_for(check_my_multihead_attention, [
@@ -480,6 +529,10 @@ WRONG_8_3 = mistakes_for(check_my_multihead_attention, [
     (NotAModule, "应该继承 nn.Module"),
     (NoSuperInit, "第一行要写 super().__init__()"),
     (make_class(scale=False, softmax_dim=-2), "的形状对了，但数值不对"),
+    (make_class(zero_blocked=False), ["均匀的 1/S", "-1e9", "b^O"]),  # the lecture's masked_fill alone
+    (LectureMHA, ["均匀的 1/S", "《讲义一》"]),
+    (make_class(minus_inf=True, nan_to_num=False, zero_blocked=False), ["NaN", "0/0"]),
+    (BlockedRowsWrong, ["整行被挡住的 query 不对", "其余的行已经对了"]),
     (nn.Linear, "需要一个名为 W_q 的 nn.Linear"),
     ("text", "类本身"),
     (42, "类本身"),
@@ -564,10 +617,12 @@ class KVLayer(nn.Module):
         split = lambda x: x.view(B, x.shape[1], self.h, self.d_k).transpose(1, 2)  # noqa: E731
         q, k, v = split(self.W_q(Q)), split(self.W_k(K)), split(self.W_v(V))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        weights = torch.softmax(scores, -1)
         if mask is not None:
-            mask = mask != 0
-            scores = scores.masked_fill(~(mask[:, None] if mask.dim() == 3 else mask), -1e9)
-        out = torch.softmax(scores, -1) @ v
+            keep = mask != 0
+            keep = keep[:, None] if keep.dim() == 3 else keep
+            weights = torch.softmax(scores.masked_fill(~keep, torch.finfo(scores.dtype).min), -1) * keep
+        out = weights @ v
         return self.W_o(out.transpose(1, 2).reshape(B, L, -1))
 
 

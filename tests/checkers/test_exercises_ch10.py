@@ -144,7 +144,7 @@ WINDOW_WRONG = mistakes_for(check_window_mask, [
 ])
 
 
-# ---------------------------------------------------------------- 10.2 (reworked) decoder mask from token ids
+# ---------------------------------------------------------------- 10.2 (reworked) decoder masks from token ids, ours and torch's
 
 def decoder_ok(dec_ids, pad_id):
     L = dec_ids.shape[1]
@@ -166,10 +166,37 @@ def decoder_loop(dec_ids, pad_id):
     return out
 
 
-def decoder_printing(dec_ids, pad_id):  # prints with the book's helper while debugging
-    out = decoder_ok(dec_ids, pad_id)
-    print(mha.fmt(out[:, 0].int(), 0))
+def theirs_expand(ours, h):
+    B, _, L, S = ours.shape
+    return ~ours.expand(B, h, L, S).reshape(B * h, L, S)
+
+
+def theirs_interleave(ours, h):
+    return (~ours[:, 0]).repeat_interleave(h, dim=0)
+
+
+def theirs_loop(ours, h):
+    B, _, L, S = ours.shape
+    out = torch.empty(B * h, L, S, dtype=torch.bool)
+    for b in range(B):
+        for i in range(h):
+            out[b * h + i] = ours[b, 0] == 0
     return out
+
+
+def both(ours_fn, theirs_fn=theirs_expand):
+    """A 10.2 answer from a way to build our mask and a way to turn it into nn.MultiheadAttention's."""
+    def fn(dec_ids, pad_id, n_heads):
+        ours = ours_fn(dec_ids, pad_id)
+        return ours, theirs_fn(decoder_ok(dec_ids, pad_id), n_heads)
+    fn.__name__ = f"both({getattr(ours_fn, '__name__', 'lambda')}, {getattr(theirs_fn, '__name__', 'lambda')})"
+    return fn
+
+
+def decoder_printing(dec_ids, pad_id, n_heads):  # prints with the book's helper while debugging
+    ours, theirs = both(decoder_ok)(dec_ids, pad_id, n_heads)
+    print(mha.fmt(ours[:, 0].int(), 0))
+    return ours, theirs
 
 
 def _decoder_with(pad_part, causal_part=lambda L: torch.ones(L, L, dtype=torch.bool).tril(), combine=lambda a, b: a & b):
@@ -182,36 +209,53 @@ COLUMNS = lambda keep: keep[:, None, None, :]  # noqa: E731
 
 
 DECODER_RIGHT = answers_for(check_decoder_mask, [
-    decoder_ok,
-    decoder_arange,
-    decoder_loop,
-    lambda ids, p: ((ids != p).long()[:, None, None, :] * torch.ones(ids.shape[1], ids.shape[1]).tril().long()).bool(),
+    both(decoder_ok),
+    both(decoder_arange, theirs_interleave),
+    both(decoder_loop, theirs_loop),
+    both(lambda ids, p: ((ids != p).long()[:, None, None, :] * torch.ones(ids.shape[1], ids.shape[1]).tril().long()).bool(),
+         lambda ours, h: ~ours.repeat(1, h, 1, 1).flatten(0, 1)),
+    lambda ids, p, h: [decoder_ok(ids, p), theirs_expand(decoder_ok(ids, p), h)],  # a list of two
 ])
 
 DECODER_WRONG = mistakes_for(check_decoder_mask, [
-    (_decoder_with(lambda keep: keep[:, None, :, None]), ["挡住的应该是列", "(B, 1, 1, L)"]),
-    (_decoder_with(lambda keep: keep[:, None, :, None] & keep[:, None, None, :]), ["PAD 的行也挡住了"]),
-    (_decoder_with(COLUMNS, combine=lambda a, b: a | b), ["“或”"]),
-    (_decoder_with(lambda keep: torch.ones_like(keep)[:, None, None, :]), ["只有因果部分"]),
-    (_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool)), ["只有 padding 部分"]),
-    (_decoder_with(lambda keep: keep.int().cumprod(-1).bool()[:, None, None, :]), ["第一个 PAD 之后", "句子中间"]),
-    (_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool).triu()), ["上三角"]),
-    (_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool).tril(-1)), ["对角线"]),
-    (lambda ids, p: ~decoder_ok(ids, p), ["极性反了"]),
-    (lambda ids, p: decoder_ok(ids, p)[:, 0], ["少了头的轴", "(B, L, L)"]),
-    (lambda ids, p: decoder_ok(ids, p).int(), ["dtype", "torch.bool"]),
-    (lambda ids, p: decoder_ok(ids, 0), ["pad_id 不一定是 0"]),  # PAD id fixed at 0
-    (_decoder_with(lambda keep: (torch.arange(keep.shape[1])[None, :] < keep.sum(-1, keepdim=True))[:, None, None, :]),
+    (both(_decoder_with(lambda keep: keep[:, None, :, None])), ["挡住的应该是列", "(B, 1, 1, L)"]),
+    (both(_decoder_with(lambda keep: keep[:, None, :, None] & keep[:, None, None, :])), ["PAD 的行也挡住了"]),
+    (both(_decoder_with(COLUMNS, combine=lambda a, b: a | b)), ["“或”"]),
+    (both(_decoder_with(lambda keep: torch.ones_like(keep)[:, None, None, :])), ["只有因果部分"]),
+    (both(_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool))), ["只有 padding 部分"]),
+    (both(_decoder_with(lambda keep: keep.int().cumprod(-1).bool()[:, None, None, :])), ["第一个 PAD 之后", "句子中间"]),
+    (both(_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool).triu())), ["上三角"]),
+    (both(_decoder_with(COLUMNS, lambda L: torch.ones(L, L, dtype=torch.bool).tril(-1))), ["对角线"]),
+    (both(lambda ids, p: ~decoder_ok(ids, p)), ["极性反了"]),
+    (both(lambda ids, p: decoder_ok(ids, p)[:, 0]), ["少了头的轴", "(B, L, L)"]),
+    (both(lambda ids, p: decoder_ok(ids, p).int()), ["dtype", "torch.bool"]),
+    (both(lambda ids, p: decoder_ok(ids, 0)), ["pad_id 不一定是 0"]),  # PAD id fixed at 0
+    (both(_decoder_with(lambda keep: (torch.arange(keep.shape[1])[None, :] < keep.sum(-1, keepdim=True))[:, None, None, :])),
      ["真实 token 的个数", "句子中间"]),  # a mask from lengths
-    (lambda ids, p: (ids == p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
+    (both(lambda ids, p: (ids == p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril()),
      ["padding 部分反了"]),
-    (lambda ids, p: (ids > p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
+    (both(lambda ids, p: (ids > p)[:, None, None, :] & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril()),
      ["pad_id = 3", "不对"]),  # `>` instead of `!=`
-    (lambda ids, p: mha.padding_mask(ids, p) & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(),
+    (both(lambda ids, p: mha.padding_mask(ids, p) & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril()),
      [SHORTCUT, "mha.padding_mask"]),
-    (lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1]), [SHORTCUT, "mha.causal_mask"]),
-    (lambda ids, p: (ids != p) @ torch.ones(3, 3), ["运行时抛出了"]),  # a torch error inside the student's code
-    (lambda ids, p: None, ["返回了 None"]),
+    (both(lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1])), [SHORTCUT, "mha.causal_mask"]),
+    (both(lambda ids, p: (ids != p) @ torch.ones(3, 3)), ["运行时抛出了"]),  # a torch error inside the student's code
+    (lambda ids, p, h: None, ["返回了 None"]),
+    # the second mask, nn.MultiheadAttention's attn_mask
+    (both(decoder_ok, lambda ours, h: ours.expand(ours.shape[0], h, *ours.shape[2:]).reshape(-1, *ours.shape[2:])),
+     ["没有取反", "不许看"]),
+    (both(decoder_ok, lambda ours, h: (~ours[:, 0]).repeat(h, 1, 1)), ["顺序错了", "b·h + i", "repeat_interleave"]),
+    (both(decoder_ok, lambda ours, h: ours[:, 0].repeat(h, 1, 1)), ["顺序错了，而且没有取反"]),
+    (both(decoder_ok, lambda ours, h: ~ours[:, 0]), ["少了头", "(B·h, L, L)"]),
+    (both(decoder_ok, lambda ours, h: ~ours.expand(ours.shape[0], h, *ours.shape[2:])), ["4 维", "(B·h, L, S)"]),
+    (both(decoder_ok, lambda ours, h: ~ours), ["4 维"]),
+    (both(decoder_ok, lambda ours, h: ~torch.ones(ours.shape[-1], ours.shape[-1], dtype=torch.bool).tril()),
+     ["(L, L)", "装不下每句不同位置的 PAD"]),
+    (both(decoder_ok, lambda ours, h: theirs_expand(ours, h).float()), ["dtype", "torch.bool"]),
+    (both(decoder_ok, lambda ours, h: mha.masks.to_torch_attn_mask(theirs_expand(~ours, h))), [SHORTCUT, "to_torch_attn_mask"]),
+    (lambda ids, p, h: decoder_ok(ids, p), ["只返回了一个掩码", "(ours, theirs)"]),
+    (lambda ids, p, h: (decoder_ok(ids, p),), ["两个掩码"]),
+    (decoder_ok, ["参数"]),  # the old two-argument signature
     (raise_value_error, ["ValueError: boom"]),
 ])
 

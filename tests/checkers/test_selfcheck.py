@@ -209,10 +209,12 @@ def test_decoder_row_choice_agrees_with_the_checker(capsys):
     length = key.int().cumprod(0).bool()
     assert rows[str((length[None, :] & tril)[3].int().tolist())] is False  # cut at the first PAD
     assert rows[str(tril[3].int().tolist())] is False                      # causal only
-    assert passes(ex.check_decoder_mask, lambda t, p: (t != p)[:, None, None, :]
-                  & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril(), capsys)
-    assert not passes(ex.check_decoder_mask, lambda t, p: t.ne(p).int().cumprod(-1).bool()[:, None, None, :]
-                      & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril(), capsys)
+    def both(ours):  # 10.2 also returns nn.MultiheadAttention's (B·h, L, L) form
+        return lambda t, p, h: (ours(t, p), ~ours(t, p).expand(t.shape[0], h, -1, -1).flatten(0, 1))
+    assert passes(ex.check_decoder_mask, both(lambda t, p: (t != p)[:, None, None, :]
+                  & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril()), capsys)
+    assert not passes(ex.check_decoder_mask, both(lambda t, p: t.ne(p).int().cumprod(-1).bool()[:, None, None, :]
+                      & torch.ones(t.shape[1], t.shape[1], dtype=torch.bool).tril()), capsys)
 
 
 def _truths(exercise_id):

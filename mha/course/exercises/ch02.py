@@ -156,7 +156,7 @@ def check_pe_shift_matrix(fn):
         if not out.is_floating_point():
             raise Mistake(f"{what} 的 dtype 是 {out.dtype}；cos、sin 是小数，要用浮点张量")
         if tuple(out.shape) == (2, 2):
-            raise Mistake(f"{what} 的形状是 (2, 2)：这只是一对维度的小块；每一对维度 (2i, 2i+1) 有自己的频率，"
+            raise Mistake(f"{what} 的形状是 (2, 2)：这只是一对维度的小块；每一对维度 (2m, 2m+1) 有自己的频率，"
                           f"要把 d_model/2 = {d_model // 2} 个小块放在对角线上，拼成 ({d_model}, {d_model})")
         if tuple(out.shape) != (d_model, d_model):
             raise Mistake(f"{what} 的形状应该是 ({d_model}, {d_model})，实际是 {tuple(out.shape)}")
@@ -167,17 +167,17 @@ def check_pe_shift_matrix(fn):
         name_the_match(got, [
             (shift_matrix(k, d_model, sign=-1), "这是往回挪 k 格的矩阵（PE[pos] @ M 得到 PE[pos − k]），也就是正确答案的转置："
              "要么 sin 的正负号放反了，要么按列向量 M @ PE[pos] 写了；本题用行向量 PE[pos] @ M，"
-             "所以第 2i 行第 2i+1 列是 −sin(kω_i)，第 2i+1 行第 2i 列是 +sin(kω_i)"),
-            (shift_matrix(k, d_model, angle_scale=1.0), "旋转的角度用了 k，忘了乘每一对维度自己的频率 ω_i = 1 / 10000^(2i/d_model)："
-             "第 i 对维度转 k·ω_i"),
-            (shift_matrix(k, d_model, exponent="i"), "频率的指数用了 i/d_model，应为 2i/d_model（i 是第几对维度）"),
+             "所以第 2m 行第 2m+1 列是 −sin(kω_m)，第 2m+1 行第 2m 列是 +sin(kω_m)"),
+            (shift_matrix(k, d_model, angle_scale=1.0), "旋转的角度用了 k，忘了乘每一对维度自己的频率 ω_m = 1 / 10000^(2m/d_model)："
+             "第 m 对维度转 k·ω_m"),
+            (shift_matrix(k, d_model, exponent="i"), "频率的指数用了 m/d_model，应为 2m/d_model（m 是第几对维度）"),
             *[(torch.eye(d_model, dtype=torch.float64), "是单位矩阵：那样 PE[pos] @ M 还是 PE[pos]，没有挪动位置")][:k != 0]],
             prefix=f"{what}：", same=lambda a, b: same(a, b, atol=1e-5))
         r, c = divmod(int((got - truth).abs().argmax()), d_model)
         raise Mistake(f"{what} 不对：第 {r} 行第 {c} 列（从 0 数）应为 {truth[r, c].item():.4g}，你的是 {got[r, c].item():.4g}"
                       + ("（对角线上每个 2×2 小块之外都应是 0）。" if r // 2 != c // 2 else "。")
                       + "提示：sin(a + b) = sin a cos b + cos a sin b，cos(a + b) = cos a cos b − sin a sin b，"
-                      "每一对维度 (2i, 2i+1) 只和自己这一对有关")
+                      "每一对维度 (2m, 2m+1) 只和自己这一对有关")
 
 
 # ---------------------------------------------------------------- 2.3 (N layers: where each block's Q, K, V come from)

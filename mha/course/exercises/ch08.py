@@ -2,7 +2,7 @@
 
 * 8.1 predict what holds after one Linear's weight is set to 0 (uniform weights, equal rows, bias only);
 * 8.2 copy the weights of an ``nn.MultiheadAttention`` into ``mha.MultiHeadAttention``;
-* 8.3 assemble a whole ``MultiHeadAttention`` from torch basics.
+* 8.3 assemble a whole ``MultiHeadAttention`` from torch basics; a query that sees no key gets zero weights.
 """
 from __future__ import annotations
 
@@ -179,8 +179,9 @@ def check_load_from_torch(fn):
 
 # ---------------------------------------------------------------- 8.3
 def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True, merge_ok=True,
-             use_wo=True, invert_mask=False, sqrt_d_model=False, swap_kv=False, use_mask=True):
-    """The full forward pass with one deliberate mistake switched on (for diagnosing)."""
+             use_wo=True, invert_mask=False, sqrt_d_model=False, swap_kv=False, use_mask=True, zero_blocked=False):
+    """The full forward pass with one deliberate mistake switched on (for diagnosing). ``zero_blocked``: the
+    masked weights are set to 0 after the softmax (as the solution does), else a query that sees no key gets 1/S."""
     B, L, d = q.shape
     S = k.shape[1]
     h = layer.n_heads
@@ -203,6 +204,8 @@ def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True,
             keep = ~keep
         scores = scores.masked_fill(~keep, -1e9)
     weights = torch.softmax(scores, dim=softmax_dim)
+    if zero_blocked and mask is not None and use_mask:
+        weights = weights.masked_fill(~keep, 0.0)
     heads = weights @ vh  # (B, h, L, d_k)
     concat = heads.transpose(1, 2).reshape(B, L, d) if merge_ok else heads.reshape(B, L, d)
     return layer.W_o(concat) if use_wo else concat
@@ -221,9 +224,12 @@ MISTAKES = [
 ]
 
 # (kind, d_model, h, B, L, S): self-attention without a mask argument, cross-attention (L != S) with mask=None,
-# a causal (L, S) bool mask, a padding (B, 1, 1, S) bool mask, and a 0/1 integer (B, 1, L, S) mask.
+# a causal (L, S) bool mask, a padding (B, 1, 1, S) bool mask, a 0/1 integer (B, 1, L, S) mask, and a
+# (B, 1, L, S) mask in which some queries see no key at all (left padding and causal): the lecture's -1e9 gives
+# them 1/S everywhere, the layer must give them zero weights (output = b^O).
 CASES = [("self", 8, 2, 2, 5, 5), ("cross", 12, 3, 3, 4, 6), ("causal", 16, 4, 1, 6, 6),
-         ("padding", 8, 2, 2, 3, 5), ("0/1", 8, 2, 2, 4, 6)]
+         ("padding", 8, 2, 2, 3, 5), ("0/1", 8, 2, 2, 4, 6), ("blocked", 8, 2, 2, 4, 5)]
+BLOCKED_WHAT = "整行被挡住"
 
 
 def _mask(kind, B, L, S):
@@ -234,6 +240,10 @@ def _mask(kind, B, L, S):
     if kind == "0/1":
         keep = causal_mask(L, S) & padding_mask_from_lengths([S, S - 2], S)  # (B, 1, L, S); every row sees a key
         return keep.long()
+    if kind == "blocked":  # sentence 1 padded on the left: its first two queries see no key
+        keep = causal_mask(L, S) & torch.tensor([[True] * S, [False, False] + [True] * (S - 2)])[:, None, None, :]
+        keep[0, 0, 1] = False  # and in sentence 0 one query sees nothing either
+        return keep  # (B, 1, L, S)
     return None
 
 
@@ -310,10 +320,13 @@ def _load(student, reference) -> None:
             getattr(student, name).bias.copy_(getattr(reference, name).bias)
 
 
-def _forward(student, cls, args, shape) -> torch.Tensor:
-    """Run the student's forward (no shortcuts, inputs unchanged) and check what comes back."""
+def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Tensor:
+    """Run the student's forward (no shortcuts, inputs unchanged) and check what comes back;
+    ``nan_why`` names a NaN in the output (a case whose mask blocks whole rows)."""
     B, h, L, S, d_model = shape
     out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=_LAYER_SHORTCUTS())
+    if nan_why and isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isnan(out).any():
+        raise Mistake(nan_why)
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
         if len(out) == 2 and isinstance(out[1], torch.Tensor) and out[0].shape == (B, h, L, S):
             raise Mistake("forward 返回了 (weights, ...)：应该只返回输出张量 (B, L, d_model)")
@@ -339,24 +352,53 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
     q_in = q.to(dtype)
     k_in, v_in = (q_in, q_in) if k is q else (k.to(dtype), v.to(dtype))
     args = (q_in, k_in, v_in) if kind == "self" else (q_in, k_in, v_in, mask)
-    out = _forward(student, cls, args, (B, h, L, S, d_model))
+    out = _forward(student, cls, args, (B, h, L, S, d_model), nan_why=BLOCKED_NAN if kind == "blocked" else None)
     where = f"{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}"
     if same(out, want):
         return
+    if kind == "blocked":
+        _name_blocked_rows(out, want, reference, q, k, v, mask)
     if k is not q:
         with torch.no_grad():
             if same(out, reference(q, v, k, mask=mask)):
                 raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
     with torch.no_grad():
-        name_the_match(out, ((_variant(reference, q, k, v, mask, **switches), why) for switches, why in MISTAKES),
+        name_the_match(out, ((_variant(reference, q, k, v, mask, zero_blocked=zero, **switches), why)
+                             for switches, why in MISTAKES for zero in (False, True)),
                        suffix=f"（{where}）", same=same)
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
                  hint="逐步对照 mha.MultiHeadAttention.forward：投影 → 分头 → 注意力 → Concat → W^O")
 
 
+def _blocked_rows(n: int) -> str:
+    return f"这里有 {n} 个 query 一个 key 也看不到（掩码里它那一行全是 False，例如左侧补齐的 PAD 加上因果掩码）"
+
+
+BLOCKED_NAN = (f"{BLOCKED_WHAT}的 query 输出了 NaN：{_blocked_rows(2)}。用 -inf 填分数时 softmax 算的是 0/0；"
+               "用一个有限的很小的数填分数，softmax 之后再把被挡住的权重置为 0")
+
+
+def _name_blocked_rows(out, want, reference, q, k, v, mask) -> None:
+    """The rows of queries that see no key: NaN (-inf), 1/S everywhere (the lecture's -1e9), or something else."""
+    blocked = ~mask.expand(q.shape[0], 1, q.shape[1], k.shape[1]).any(dim=-1)[:, 0]  # (B, L)
+    got = out.detach().double()
+    rows = _blocked_rows(int(blocked.sum()))
+    real = ~blocked
+    if not torch.allclose(got[real], want[real], atol=1e-4, rtol=1e-3):
+        return  # the other rows are wrong too: the general diagnosis below names it
+    with torch.no_grad():
+        lecture = _variant(reference, q, k, v, mask)  # masked_fill(mask == 0, -1e9), nothing else
+    if same(out, lecture):
+        raise Mistake(f"{BLOCKED_WHAT}的 query 得到了均匀的 1/S 权重（《讲义一》的 masked_fill(mask == 0, -1e9) 就是这样）：{rows}；"
+                      "它的权重应该全是 0，输出只剩 W_o 的偏置 b^O。softmax 之后再把被挡住的权重置 0（练习 5.3）")
+    raise Mistake(f"{BLOCKED_WHAT}的 query 不对：{rows}；它的权重应该全是 0，输出只剩 W_o 的偏置 b^O，"
+                  "其余的行已经对了")
+
+
 @checker("ch08", "8.3", "亲手组装 MultiHeadAttention")
 def check_my_multihead_attention(cls):
     """``cls(d_model, n_heads)`` with Linears ``W_q, W_k, W_v, W_o``; ``forward(Q, K, V, mask=None)`` -> (B, L, d_model).
+    A query that sees no key gets zero weights, so its output is ``W_o.bias`` (the lecture's -1e9 gives 1/S: named).
 
     Forbidden (while constructing and in forward): ``mha``, ``F.scaled_dot_product_attention``,
     ``nn.MultiheadAttention``. The inputs must not change; gradients must reach Q, K, V and the weights.

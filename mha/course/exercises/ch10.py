@@ -1,7 +1,8 @@
 """Checkers for chapter 10, masks and the three attentions of the Transformer.
 
 * 10.1 a causal mask with a sliding window (each query sees only its last w keys),
-* 10.2 the decoder's self-attention mask straight from token ids (PAD anywhere), no mask builders,
+* 10.2 the decoder's self-attention mask straight from token ids (PAD anywhere), no mask builders, in both
+  conventions: ours (B, 1, L, L), True = may attend, and nn.MultiheadAttention's (B·h, L, L), True = not allowed,
 * 10.3 predict which row of a (B, S) mask masks scores[b, i, t] when it is handed over as (B, S) or (B, 1, S),
 * 10.4 a KV-cache step: where the causal mask is aligned.
 
@@ -14,9 +15,10 @@ import functools
 
 import torch
 
-from mha.masks import causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths
+from mha.masks import (causal_mask, normalize_mask, padding_mask, padding_mask_from_lengths, to_torch_attn_mask,
+                       to_torch_key_padding_mask)
 from mha.steps import apply_causal
-from .answers import as_int, expect_tensor, part
+from .answers import as_int, as_parts, expect_tensor, part
 from .records import as_index_list, as_names, check_mask, dict_answer
 from .running import call
 from .verdicts import checker, Mistake
@@ -62,55 +64,106 @@ def check_window_mask(fn):
             bad_hint=f"(query, key) 的表应该是 {window_mask(L, w).int().tolist()}")
 
 
-# ---------------------------------------------------------------- 10.2 (reworked) decoder mask from token ids
+# ---------------------------------------------------------------- 10.2 (reworked) decoder masks from token ids, both conventions
 
-# (token ids, pad id): PAD at the end, in the middle and at the front; pad ids 0, 1, 3 with real ids
-# below and above them; L = 1; a row that is all PAD.
+# (token ids, pad id): PAD at the end, in the middle and at the front; pad ids 0, 1, 3 with real ids below and
+# above them; L = 1; a row that is all PAD; left padding. (The first case is also the web self-check's sentence.)
 DECODER_CASES = [
-    ([[2, 0, 5, 7, 0], [6, 7, 8, 9, 0]], 0),           # PAD in the middle (first: PAD rows and columns differ)
-    ([[1, 4, 6], [1, 5, 0]], 0),                       # the chapter's decoder batch
-    ([[5, 3, 0, 3, 2, 1], [3, 3, 4, 0, 3, 3]], 3),     # PAD id 3 at the front and in the middle, real id 0
-    ([[7], [1]], 1),                                   # L = 1, the second sentence all PAD
-    ([[0, 9, 1, 1], [4, 1, 2, 1]], 1),                 # PAD id 1, a real token with id 0
+    ([[2, 0, 5, 7, 0], [6, 7, 8, 9, 0]], 0),             # PAD in the middle (first: PAD rows and columns differ)
+    ([[1, 4, 6], [1, 5, 0]], 0),                         # the chapter's decoder batch
+    ([[5, 3, 0, 3, 2, 1], [3, 3, 4, 0, 3, 3]], 3),       # PAD id 3 at the front and in the middle, real id 0
+    ([[7], [1]], 1),                                     # L = 1, the second sentence all PAD
+    ([[0, 9, 1, 1], [4, 1, 2, 1], [1, 1, 5, 6]], 1),     # PAD id 1, a real token with id 0, left padding
 ]
+# n_heads for each case: B != h wherever B > 1 and the sentences differ, so a head-major (B·h) order cannot pass
+DECODER_HEADS = [3, 3, 4, 3, 2]
+TORCH_WHAT = "给 nn.MultiheadAttention 的 attn_mask"
+
+
+def torch_attn_mask(ours: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Our (B, 1, L, S) mask (True = may attend) as ``nn.MultiheadAttention``'s attn_mask: (B·h, L, S),
+    True = not allowed, sentence b's head i at index b·h + i."""
+    B, _, L, S = ours.shape
+    return ~ours.expand(B, n_heads, L, S).reshape(B * n_heads, L, S)  # (B·h, L, S)
+
+
+def _check_ours(out, token_ids, pad_id, where) -> torch.Tensor:
+    """The first mask, ours: (B, 1, L, L) bool, True = may attend; returns the right one."""
+    B, L = token_ids.shape
+    out = expect_tensor(out, f"{where}（第一个，mha 的约定）")
+    if tuple(out.shape) == (B, L, L):
+        raise Mistake(f"第一个掩码的形状应该是 (B, 1, L, L) = {(B, 1, L, L)}，你返回的是 (B, L, L)。少了头的轴："
+                      "和 scores 的 (B, h, L, L) 右对齐广播时 B 会被对到 h 上；在第 1 维留一个长度为 1 的轴")
+    keep = token_ids != pad_id  # (B, L)
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    pad_cols = keep[:, None, None, :]  # PAD hides a column (key)
+    upto_first_pad = keep.int().cumprod(dim=-1).bool()  # real tokens only before the first PAD
+    by_length = torch.arange(L)[None, :] < keep.sum(dim=-1, keepdim=True)  # the first (number of real tokens)
+    want = pad_cols & causal
+    check_mask(out, want, f"{where}（第一个，mha 的约定）",
+               hint="(B, 1, 1, L) 的 padding 部分与 (L, L) 的因果部分广播，得到 (B, 1, L, L)",
+               bad_hint="query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD", named=[
+        ((token_ids != 0)[:, None, None, :] & causal, "你把 id 0 当成了 PAD；pad_id 不一定是 0，要和参数 pad_id 比较"),
+        (by_length[:, None, None, :] & causal, "你按“真实 token 的个数”挡住了后面的位置，好像 PAD 都在句子末尾。"
+                                               "PAD 可能在句子中间，要逐个 token 判断是不是 PAD（dec_ids != pad_id）"),
+        (~keep[:, None, None, :] & causal, "padding 部分反了：你让 query 只看 PAD。True 应该是真实 token（dec_ids != pad_id）"),
+        (keep[:, None, :, None] & causal, "PAD 挡住的应该是列（key），你挡住的是行（query）：padding 部分的形状是 (B, 1, 1, L)，不是 (B, 1, L, 1)"),
+        ((keep[:, None, :, None] & pad_cols) & causal, "你把 PAD 的行也挡住了。padding 掩码只挡 key（列）；PAD 作为 query 的那一行照常算，之后不会被用到"),
+        (pad_cols | causal, "用了“或”（|）而不是“与”（&）：key 既不能是 PAD，也不能在未来，两个条件都要满足"),
+        (causal.expand(B, 1, L, L), "只有因果部分，PAD 那几列也必须是 False"),
+        (pad_cols.expand(B, 1, L, L), "只有 padding 部分，对角线以上（未来）的位置也必须是 False"),
+        (upto_first_pad[:, None, None, :] & causal, "你把第一个 PAD 之后的所有位置都挡住了（像是按长度算的）。PAD 可以出现在句子中间，"
+                                                    "要逐个 token 判断是不是 PAD，PAD 后面的真实 token 仍然可以看"),
+        (pad_cols & torch.ones(L, L, dtype=torch.bool).triu(), "因果部分取成了上三角：query t 只能看 s ≤ t，是下三角"),
+        (pad_cols & causal.tril(-1), "把对角线也挡住了：一个真实 token 可以看它自己")])
+    return want
+
+
+def _check_theirs(out, ours, n_heads, where) -> None:
+    """The second mask, nn.MultiheadAttention's attn_mask: (B·h, L, L) bool, True = not allowed, b·h + i."""
+    B, _, L, _ = ours.shape
+    what = f"{where}（第二个，{TORCH_WHAT}）"
+    out = expect_tensor(out, what)
+    shape = tuple(out.shape)
+    if shape in ((B, n_heads, L, L), (B, 1, L, L)):
+        raise Mistake(f"{what}是 4 维的 {shape}：nn.MultiheadAttention 的 attn_mask 只收 (L, S) 或 (B·h, L, S) = "
+                      f"{(B * n_heads, L, L)}，每句的每个头各一张，叠在第 0 维")
+    if shape == (B, L, L) and n_heads > 1:
+        raise Mistake(f"{what}的形状是 (B, L, L) = {shape}：少了头。nn.MultiheadAttention 要的是 (B·h, L, L) = "
+                      f"{(B * n_heads, L, L)}，每句的 h 个头各一张（n_heads = {n_heads}）")
+    if shape == (L, L) and B > 1:
+        raise Mistake(f"{what}是一张 (L, L)：它对所有句子都一样，装不下每句不同位置的 PAD；"
+                      f"要给 (B·h, L, L) = {(B * n_heads, L, L)}")
+    want = torch_attn_mask(ours, n_heads)
+    head_major = ~ours[:, 0].repeat(n_heads, 1, 1)  # index i·B + b
+    check_mask(out, want, what, hint="(B·h, L, L)：第 b 句第 i 个头是第 b·h + i 张",
+               bad_hint="True 表示“不许看”：我们的掩码取反", named=[
+        (~want, "没有取反：nn.MultiheadAttention 的布尔 attn_mask 里 True 表示“不许看”，和 mha 的约定正好相反；"
+                "把第一个掩码取反（~）"),
+        (head_major, "顺序错了：nn.MultiheadAttention 把第 b 句第 i 个头放在第 b·h + i 张（句子在外层、头在里层）；"
+                     "repeat(h, 1, 1) 把头放在了外层。先 expand 成 (B, h, L, L) 再 reshape，或用 repeat_interleave(h, dim=0)"),
+        (~head_major, "顺序错了，而且没有取反：第 b 句第 i 个头在第 b·h + i 张（句子在外层）；True 表示“不许看”")])
 
 
 @checker("ch10", "10.2", "从 token id 直接得到解码器自注意力的掩码")
 def check_decoder_mask(fn):
-    """``fn(dec_ids (B, L) long, pad_id) -> (B, 1, L, L) bool``: query i may see key j iff j <= i and
-    token j is not PAD. Accepted: exactly (B, 1, L, L), dtype torch.bool. Forbidden: the builders
-    ``mha.padding_mask``, ``mha.padding_mask_from_lengths``, ``mha.causal_mask`` (and the steps that
-    apply or normalise masks)."""
-    for ids, pad_id in DECODER_CASES:
+    """``fn(dec_ids (B, L) long, pad_id, n_heads) -> (ours, theirs)``: ``ours`` (B, 1, L, L) bool, query i may see
+    key j iff j <= i and token j is not PAD; ``theirs`` the same rule as ``nn.MultiheadAttention``'s attn_mask,
+    (B·h, L, L) bool, True = not allowed, sentence b's head i at b·h + i. Forbidden: the builders
+    ``mha.padding_mask``, ``mha.padding_mask_from_lengths``, ``mha.causal_mask``, the converters
+    ``mha.masks.to_torch_attn_mask``/``to_torch_key_padding_mask`` (and the steps that apply or normalise masks)."""
+    for (ids, pad_id), n_heads in zip(DECODER_CASES, DECODER_HEADS):
         token_ids = torch.tensor(ids)
-        B, L = token_ids.shape
-        out = expect_tensor(call(fn, token_ids, pad_id, what="你的掩码函数",
-                                 forbid=(padding_mask, padding_mask_from_lengths, causal_mask, apply_causal,
-                                         normalize_mask)), "解码器的掩码")
-        where = f"dec_ids = {ids}，pad_id = {pad_id} 时解码器的掩码"
-        if tuple(out.shape) == (B, L, L):
-            raise Mistake(f"形状应该是 (B, 1, L, L) = {(B, 1, L, L)}，你返回的是 (B, L, L)。少了头的轴："
-                          "和 scores 的 (B, h, L, L) 右对齐广播时 B 会被对到 h 上；在第 1 维留一个长度为 1 的轴")
-        keep = token_ids != pad_id  # (B, L)
-        causal = torch.ones(L, L, dtype=torch.bool).tril()
-        pad_cols = keep[:, None, None, :]  # PAD hides a column (key)
-        upto_first_pad = keep.int().cumprod(dim=-1).bool()  # real tokens only before the first PAD
-        by_length = torch.arange(L)[None, :] < keep.sum(dim=-1, keepdim=True)  # the first (number of real tokens)
-        check_mask(out, pad_cols & causal, where, hint="(B, 1, 1, L) 的 padding 部分与 (L, L) 的因果部分广播，得到 (B, 1, L, L)",
-                   bad_hint="query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD", named=[
-            ((token_ids != 0)[:, None, None, :] & causal, "你把 id 0 当成了 PAD；pad_id 不一定是 0，要和参数 pad_id 比较"),
-            (by_length[:, None, None, :] & causal, "你按“真实 token 的个数”挡住了后面的位置，好像 PAD 都在句子末尾。"
-                                                   "PAD 可能在句子中间，要逐个 token 判断是不是 PAD（dec_ids != pad_id）"),
-            (~keep[:, None, None, :] & causal, "padding 部分反了：你让 query 只看 PAD。True 应该是真实 token（dec_ids != pad_id）"),
-            (keep[:, None, :, None] & causal, "PAD 挡住的应该是列（key），你挡住的是行（query）：padding 部分的形状是 (B, 1, 1, L)，不是 (B, 1, L, 1)"),
-            ((keep[:, None, :, None] & pad_cols) & causal, "你把 PAD 的行也挡住了。padding 掩码只挡 key（列）；PAD 作为 query 的那一行照常算，之后不会被用到"),
-            (pad_cols | causal, "用了“或”（|）而不是“与”（&）：key 既不能是 PAD，也不能在未来，两个条件都要满足"),
-            (causal.expand(B, 1, L, L), "只有因果部分，PAD 那几列也必须是 False"),
-            (pad_cols.expand(B, 1, L, L), "只有 padding 部分，对角线以上（未来）的位置也必须是 False"),
-            (upto_first_pad[:, None, None, :] & causal, "你把第一个 PAD 之后的所有位置都挡住了（像是按长度算的）。PAD 可以出现在句子中间，"
-                                                        "要逐个 token 判断是不是 PAD，PAD 后面的真实 token 仍然可以看"),
-            (pad_cols & torch.ones(L, L, dtype=torch.bool).triu(), "因果部分取成了上三角：query t 只能看 s ≤ t，是下三角"),
-            (pad_cols & causal.tril(-1), "把对角线也挡住了：一个真实 token 可以看它自己")])
+        got = call(fn, token_ids, pad_id, n_heads, what="你的掩码函数",
+                   forbid=(padding_mask, padding_mask_from_lengths, causal_mask, apply_causal, normalize_mask,
+                           to_torch_attn_mask, to_torch_key_padding_mask))
+        if isinstance(got, torch.Tensor):
+            raise Mistake("只返回了一个掩码；这道题要返回两个：(ours, theirs)，先是 mha 的 (B, 1, L, L)，"
+                          "再是 nn.MultiheadAttention 的 (B·h, L, L)")
+        ours, theirs = as_parts(got, 2, "应该返回两个掩码 (ours, theirs)")
+        where = f"dec_ids = {ids}，pad_id = {pad_id}，n_heads = {n_heads} 时"
+        want = _check_ours(ours, token_ids, pad_id, where)
+        _check_theirs(theirs, want, n_heads, where)
 
 
 # ---------------------------------------------------------------- 10.3 (a (B, S) mask that runs and masks the wrong rows)
