@@ -285,7 +285,8 @@ def _concat_source():
     return [_choice(
         f"`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k），`concat = mha.merge_heads(heads)`。"
         f"`concat[b, {t}, {j}]` 是 heads 里的哪一个数？（下标都从 0 数）", truth,
-        f"每个头占连续的 d_k = {d_k} 列：{j} // {d_k} = {truth[0]} 是头，{j} % {d_k} = {truth[2]} 是头里的第几维，token 不动。",
+        f"每个头占连续的 d_k = {d_k} 列：{j} // {d_k} = {truth[0]} 是头的代码下标，{j} % {d_k} = {truth[2]} 是头里那一维的下标，"
+        "token 不动。",
         [(wrong(t, j, L, h, d_k), why + "。") for _, wrong, why in ch06.SOURCE_WRONGS[:3]], label=show)]
 
 

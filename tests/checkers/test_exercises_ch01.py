@@ -36,6 +36,8 @@ WRONG_1_1 = mistakes_for(check_permuted_rows, [
     ([3, 0, 4, 1], "要写 5 个"),
     ([3, 0, 4, 1, 7], "超出了范围"),
     ([3, 0, 4, 2, 1], "不对。提示"),
+    ([2, 1, 4, 0, 3], "把 p 倒过来"),
+    ([3, 0, 4, 1, 1], "r 应是 0–4 的一个排列"),  # a duplicate
     ({3, 0, 4, 1, 2}, "集合没有顺序"),
     (torch.tensor([True, False]), "布尔张量"),
     ((2, 7, 12), "要写 5 个"),  # the old shape exercise's answer

@@ -76,6 +76,10 @@ WRONG_3_1 = mistakes_for(check_gradient_reach, [
     ({**RIGHT_3, "weight_rows": torch.tensor([[4, 5]])}, "形状 (1, 2) 的张量"),  # but not any 2-D tensor
     ({**RIGHT_3, "x_tokens": []}, "梯度会传回 token 2"),
     ({**RIGHT_3, "x_tokens": [3]}, "从 1 开始数"),
+    ({**RIGHT_3, "x_tokens": [1]}, "句子的下标"),  # the sentence index b of q[b, t, j]
+    ({**RIGHT_3, "weight_rows": [3, 4, 5]}, ["整个头", "d_k = 3"]),
+    ({**RIGHT_3, "weight_rows": [5]}, "行的下标从 0 数"),
+    ({**RIGHT_3, "weight_cols": [1, 2, 3, 4, 5, 6]}, "列的下标从 0 数"),
     ({**RIGHT_3, "weight_rows": [6]}, "超出了范围"),
     ({**RIGHT_3, "weight_rows": [3]}, ['answer["weight_rows"]', "提示"]),
     ({"weight_rows": [4], "weight_cols": list(range(6))}, "缺少键"),

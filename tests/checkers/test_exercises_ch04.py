@@ -85,13 +85,13 @@ RIGHT = answers_for(check_heads_that_move, [
     {"weight": [9 // 3], "tokens": np.array([2]), "slice": {3, 2}}, _heads_by_experiment(),
 ])
 WRONG_4_1 = mistakes_for(check_heads_that_move, [
-    ({**RIGHT_4, "weight": [0]}, ["看的是列 1", "(out, in)"]),  # weight read as (in, out), or a head owning x's slice
+    ({**RIGHT_4, "weight": [0]}, ["看的是列 1", "(out, in)", "这一层 d_k = 3"]),  # weight read as (in, out), or 9 // 64
     ({**RIGHT_4, "weight": [0, 1, 2, 3]}, ["每个头都会变", "只进一个头"]),  # chapter 4's x experiment, copied
     ({**RIGHT_4, "weight": [1]}, ["轮流", "9 % 4 = 1"]),
     ({**RIGHT_4, "weight": [2]}, ["除以了 n_heads", "9 // 4 = 2"]),  # before it, this read as counted from 1
     ({**RIGHT_4, "weight": [4]}, "从 1 开始数"),
     ({**RIGHT_4, "tokens": [0, 1, 2, 3, 4]}, "逐 token"),
-    ({**RIGHT_4, "tokens": []}, ["自己的那一段特征", "下标 9–11"]),
+    ({**RIGHT_4, "tokens": []}, ["自己的那一段特征", "代码下标 3 的头那一段是下标 9–11"]),
     ({**RIGHT_4, "tokens": [1]}, "特征的下标，不是 token"),
     ({**RIGHT_4, "tokens": [3]}, "从 1 开始数"),
     ({**RIGHT_4, "slice": [0, 1, 2, 3]}, ["只搬数", "只进一个头"]),

@@ -56,6 +56,7 @@ RIGHT = [
     (check_concat_source, {"right": src_traced(mha.merge_heads), "buggy": src_traced(merge_heads_buggy)}),
     (check_concat_source, {"right": lambda t, j, L, h, d: np.array([j // d, t, j % d]),
                            "buggy": lambda t, j, L, h, d: tuple(map(int, np.unravel_index(t * h * d + j, (h, L, d))))}),
+    (check_concat_source, {"right": lambda t, j, L, h, d: torch.tensor([j // d, t, j % d]), "buggy": src_buggy}),
 ]
 
 
@@ -116,7 +117,8 @@ WRONG = [
     # 6.1: each typical mistake named
     (check_concat_source, {"right": lambda t, j, L, h, d: (j % h, t, j // h), "buggy": src_buggy}, ["(d_k, h)", "交错"]),
     (check_concat_source, {"right": lambda t, j, L, h, d: (j % d, t, j // d), "buggy": src_buggy}, "放反了"),
-    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d + 1), "buggy": src_buggy}, "从 1 数了"),
+    (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d + 1), "buggy": src_buggy},
+     ["头 i 和维 m 从 1 数了", "token 没变"]),
     (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t, j % d), "buggy": src_buggy}, ["从 0 数", "从 1 数的"]),
     (check_concat_source, {"right": lambda t, j, L, h, d: (j // d + 1, t + 1, j % d + 1), "buggy": src_buggy},
      ["从 0 数", "从 1 数的"]),  # every index from 1: once a generic column hint

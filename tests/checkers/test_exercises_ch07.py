@@ -126,6 +126,15 @@ def head_matrix(layer, i):
     return layer.W_v.weight.T[:, i * d_k:(i + 1) * d_k] @ layer.W_o.weight.T[i * d_k:(i + 1) * d_k]
 
 
+def _blk(layer, i):
+    return slice(i * layer.d_k, (i + 1) * layer.d_k)
+
+
+def by_slices(layer, s):
+    """W_v.weight's rows ``s`` and W_o.weight's columns ``s``: head i's share when ``s`` is its block."""
+    return layer.W_v.weight[s].T @ layer.W_o.weight[:, s].T
+
+
 def head_matrix_by_experiment(layer, i):
     """Honest: push the identity through W_v (no bias), keep head i, merge, W_o without its bias."""
     with torch.no_grad():
@@ -169,6 +178,12 @@ def _block(t, i, L, d, h, shift=0):
     return out
 
 
+def _columns(t, L, d, cols):
+    out = torch.zeros(L, d, dtype=torch.bool)
+    out[t, list(cols)] = True
+    return out
+
+
 def _memory_order(t, i, L, d, h, rows=False):
     """heads[0, i, t] read in (h, L, d_k) memory order as (L, d_model): the block at (i·L + t)·d_k (rows: its rows)."""
     flat = torch.zeros(L * d, dtype=torch.bool)
@@ -178,6 +193,7 @@ def _memory_order(t, i, L, d, h, rows=False):
 
 RIGHT_NEW = [
     (check_head_matrix, {"matrix": head_matrix, "max_rank": 64}),
+    (check_head_matrix, {"matrix": lambda l, i: by_slices(l, _blk(l, i)), "max_rank": 64}),
     (check_head_matrix, {"matrix": head_matrix_by_experiment, "max_rank": np.int64(64)}),
     (check_changed_outputs, changed_ref),
     (check_changed_outputs, changed_by_experiment),
@@ -187,7 +203,15 @@ WRONG_NEW = [
     (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight[:, i * l.d_k:(i + 1) * l.d_k] @ l.W_o.weight[i * l.d_k:(i + 1) * l.d_k],
                          "max_rank": 64}, "weight 当成了 W"),
     (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight.T @ l.W_o.weight.T, "max_rank": 64}, "所有头"),
-    (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i) * 1.01, "max_rank": 64}, "数值不对"),
+    (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i) * 1.01, "max_rank": 64}, ["数值不对", "单位矩阵"]),
+    (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight[:, _blk(l, i)] @ l.W_o.weight[:, _blk(l, i)].T, "max_rank": 64},
+     "W_v.weight 取成了列"),
+    (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight[_blk(l, i)].T @ l.W_o.weight[_blk(l, i)], "max_rank": 64},
+     "W_o.weight 取成了行"),
+    (check_head_matrix, {"matrix": lambda l, i: by_slices(l, _blk(l, i - 1)), "max_rank": 64}, "上一个头"),  # i counted from 1
+    (check_head_matrix, {"matrix": lambda l, i: by_slices(l, slice(i, None, l.n_heads)), "max_rank": 64}, "每隔 n_heads"),
+    (check_head_matrix, {"matrix": lambda l, i: l.W_v.weight.T[:, :64] @ torch.randn(64, 512), "max_rank": 64},
+     ["运行时抛出了", "参数 layer"]),  # chapter cell 24 with its 512-wide globals
     (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i) + l.W_o.bias, "max_rank": 64}, ["W_o 的偏置", "不算偏置"]),
     (check_head_matrix, {"matrix": lambda l, i: head_matrix(l, i)[:, :l.d_k], "max_rank": 64}, "形状应该是"),
     (check_head_matrix, {"matrix": head_matrix, "max_rank": 512}, "满秩"),
@@ -205,7 +229,11 @@ WRONG_NEW = [
     (check_changed_outputs, _changed_patch(**{"with": lambda t, i, L, d, h: _memory_order(t, i, L, d, h, True)}),
      ["内存顺序", "transpose(1, 2)"]),
     (check_changed_outputs, lambda t, i, L, d, h, w: changed_ref(t, i, L, d, h, w)[:, :1], "形状应该是"),
-    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: torch.zeros(L, d, dtype=torch.bool)), "不对"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: torch.zeros(L, d, dtype=torch.bool)), ["不对", "只搬数"]),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, i, L, d, h, -1)), "从 1 数的头号"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _columns(t, L, d, range(i, d, h))), ["轮流", "i::n_heads"]),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _columns(t, L, d, range(i * h, (i + 1) * h))),
+     "当成了 n_heads"),
 ]
 
 

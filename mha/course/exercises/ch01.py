@@ -50,7 +50,8 @@ def _permuted(p: list) -> Which:
         (list(range(len(p))), "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，token 挪到哪里，它那一行输出"
                               "就跟到哪里（它看到的 key/value 还是同一组，只是换了顺序，加权和不变）"),
         (torch.tensor(p).argsort().tolist(), "方向反了（这是 p 的逆）：y2 的第 t 行属于 x2 的第 t 个 token，"
-                                             "也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]"))
+                                             "也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]"),
+        (p[::-1], "这是把 p 倒过来：r 不是倒序；y2 的第 t 行属于 x2 的第 t 个 token，也就是 x 的第 p[t] 个 token"))
     from_1 = tuple(([n + 1 for n in w], f"位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的；减 1 之后是 {w}，"
                     f"也不对：{why}") for w, why in wrongs)
     return Which(
@@ -59,7 +60,8 @@ def _permuted(p: list) -> Which:
                  f"`x2 = x[:, p]`，p = {p}，再算 `y2 = layer(x2, x2, x2)`。"),
         asks={"": Ask("y2 的第 t 行等于 y 的第 r[t] 行，r 是？", "每一行输出只由它自己的 query 和整组 key/value 决定；整组 "
                       "key/value 换个顺序，加权和不变，所以每一行跟着它的 token 走：r = p。",
-                      "y2 的第 t 行属于 x2 的第 t 个 token；它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", wrongs + from_1)})
+                      f"r 应是 0–{L - 1} 的一个排列（y 的每一行恰好用一次）；y2 的第 t 行属于 x2 的第 t 个 token，"
+                      "它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", wrongs + from_1)})
 
 
 check_permuted_rows = predict_which(_permuted(PERMUTATION))

@@ -40,7 +40,7 @@ def gradient_reach(d_model: int = 6, at=AT, L: int = 3) -> dict:
 
 def _reach(d: int, L: int, at: tuple) -> Which:
     """Exercise 3.1 for a (d, 2) layer, x (2, L, d) and the number ``Q'[at]`` (the self-check asks another)."""
-    b, t, j = at
+    (b, t, j), d_k = at, d // 2  # a (d, 2) layer
     return Which(
         "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", lambda: gradient_reach(d, at, L), size=d,
         setting=(f"`layer = mha.MultiHeadAttention({d}, 2)`，x 的形状是 (2, {L}, {d})（requires_grad=True），"
@@ -52,18 +52,23 @@ def _reach(d: int, L: int, at: tuple) -> Which:
                 ([t], f"{t} 是 token 的位置：weight 不分 token，每个 token 都乘同一个 weight；weight 是 (out, in)，"
                       f"一行对应一个输出特征，Q′ 的第 {j} 个数用的是第 {j} 行"),
                 (list(range(d)), f"把 weight 当成了论文的 W^Q：nn.Linear 的 weight 是 (out, in)，W^Q = weight.T；"
-                                 f"输出特征 {j} 只用 weight 的第 {j} 行（W^Q 的第 {j} 列）"))),
+                                 f"输出特征 {j} 只用 weight 的第 {j} 行（W^Q 的第 {j} 列）"),
+                (list(range(j // d_k * d_k, j // d_k * d_k + d_k)), f"这是下标 {j} 所在的整个头（d_k = {d_k} 行）："
+                                                                    f"这里还没分头，只问 Q′ 的一个数，它只用 weight 的第 {j} 行"),
+                ([j + 1], f"行的下标从 0 数（0 到 {d - 1}），你的答案像是从 1 数的：输出特征 {j} 用的是下标 {j} 的行"))),
               "weight_cols": Ask(
             "`W_q.weight.grad` 的哪些列不是 0？", f"Q′ 的一个数是这个 token 全部 {d} 个输入的加权和，第 {j} 行的每一列都用上了。",
             "Q′ 的一个数是这个 token 的哪些输入特征的加权和？", (
                 ([j], f"以为 Q′ 的第 {j} 个数只来自 x 的第 {j} 维：它是这个 token 全部 d_model 个输入的加权和，"
                       f"weight 第 {j} 行的每一列都用上了"),
-                ([t], f"{t} 是 token 的位置：weight 的列对应输入特征，不对应 token"))),
+                ([t], f"{t} 是 token 的位置：weight 的列对应输入特征，不对应 token"),
+                (list(range(1, d + 1)), f"列的下标从 0 数（0 到 {d - 1}），你的答案像是从 1 数的"))),
               "x_tokens": Ask(
             f"`x.grad[{b}]` 里哪些 token（行）不是 0？", f"投影逐 token 计算：只有 token {t} 影响 Q′ 的第 {t} 行。",
             "投影会在 token 之间交换信息吗？", (
                 (list(range(L)), f"Linear 逐 token 计算，token 之间不交换信息：Q′ 的第 {t} 行只由 x 的第 {t} 个 token 算出"),
-                ([], f"Q′[{b}, {t}, {j}] 正是 token {t} 算出来的，它的梯度会传回 token {t}")), size=L)})
+                ([], f"Q′[{b}, {t}, {j}] 正是 token {t} 算出来的，它的梯度会传回 token {t}"),
+                ([b], f"{b} 是句子的下标（q[{b}, {t}, {j}] 的第一个下标）：token 是第二个下标，x.grad[{b}] 已经只看这一句")), size=L)})
 
 
 check_gradient_reach = predict_which(_reach(6, 3, AT))

@@ -36,8 +36,9 @@ def source_map(merge, L: int, h: int, d_k: int) -> dict:
 SOURCE_WRONGS = [  # (name, (t, j, L, h, d_k) -> the (i, t', m) a typical mistake gives, why)
     ("interleaved", lambda t, j, L, h, d_k: (j % h, t, j // h),
      "把一行读成了 (d_k, h)：头不是隔 h 列交错放的，每个头占连续的 d_k 列 [i·d_k, (i+1)·d_k)"),
-    ("swapped", lambda t, j, L, h, d_k: (j % d_k, t, j // d_k), "i 和 m 放反了：j // d_k 是头的下标，j % d_k 是头里的第几维"),
-    ("from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k + 1), "从 1 数了：代码里的下标 i、t、m 都从 0 数"),
+    ("swapped", lambda t, j, L, h, d_k: (j % d_k, t, j // d_k), "i 和 m 放反了：j // d_k 是头的代码下标，j % d_k 是头里那一维的下标"),
+    ("from 1", lambda t, j, L, h, d_k: (j // d_k + 1, t, j % d_k + 1),
+     "头 i 和维 m 从 1 数了（token 没变）：代码下标都从 0 数，i = 0 就是第 1 个头"),
 ]
 BUGGY_IS_RIGHT = ("这是正确 Concat 的来源；merge_heads_buggy 没有 transpose，它的一行装的不是一个 token。"
                   "reshape 只按内存顺序重新切：先算出 (t, j) 在一句话里排第几个数，再按 heads 的 (h, L, d_k) 顺序拆开")
@@ -55,6 +56,7 @@ def check_concat_source(answer):
             size = f"L={L}、n_heads={h}、d_k={d_k}"
             for t, j in truth:
                 out = call(answer[key], t, j, L, h, d_k, what=f'answer["{key}"]')
+                out = out.tolist() if isinstance(out, torch.Tensor) and out.dim() == 1 else out  # tensor([i, t, m])
                 got[t, j] = as_shape(out, f'{size} 时 answer["{key}"]({t}, {j}, ...) 的返回值 (i, t, m)')
                 if len(got[t, j]) != 3:
                     raise Mistake(f'{size} 时 answer["{key}"]({t}, {j}, ...) 应该返回三个下标 (i, t, m)，却返回了 {got[t, j]}')
@@ -70,7 +72,7 @@ def check_concat_source(answer):
             if all(n - m in (0, 1) for k in truth for n, m in zip(got[k], truth[k])):
                 raise Mistake(f"{what}：下标要从 0 数，你的答案像是从 1 数的（应该是 {truth[t, j]}）：代码里的 i、t、m 都从 0 数")
             raise Mistake(f"{what} 不对，应该是 {truth[t, j]}。" + (
-                "提示：Concat 的第 i 个头占 [i·d_k, (i+1)·d_k) 列，token 不动" if key == "right" else
+                "提示：代码下标为 i 的头占 Concat 的 [i·d_k, (i+1)·d_k) 列，token 不动" if key == "right" else
                 "提示：buggy 没有搬动任何数，concat 的一句话和 heads 的一句话在内存里是同一串数"))
 
 

@@ -51,10 +51,18 @@ def head_matrix(layer, i: int) -> torch.Tensor:
 
 def _matrix_wrongs(layer, i: int):
     Wv, Wo, d_k = layer.W_v.weight.detach(), layer.W_o.weight.detach(), layer.d_k
-    block = slice(i * d_k, (i + 1) * d_k)
+    block, prev, robin = slice(i * d_k, (i + 1) * d_k), slice((i - 1) * d_k, i * d_k), slice(i, None, layer.n_heads)
     yield head_matrix(layer, i).T, "转置了：本课用行向量，x 乘在左边：x W^V_i W^O_i，矩阵是 W^V_i W^O_i"
     yield Wv[:, block] @ Wo[block, :], ("把 nn.Linear 的 weight 当成了 W：公式里的 W^V 是 W_v.weight.T，W^V_i 是它的第 "
                                         "[i·d_k, (i+1)·d_k) 列；W^O = W_o.weight.T，W^O_i 是它的同样几行")
+    yield Wv[:, block] @ Wo[:, block].T, ("W_v.weight 取成了列：weight 是 (out, in)，它的列对应输入 x 的特征；"
+                                          "头 i 的 d_k 个 value 是 W_v 的输出，在 W_v.weight 的行里")
+    yield Wv[block].T @ Wo[block], ("W_o.weight 取成了行：weight 是 (out, in)，它的行对应输出；"
+                                    "Concat 里头 i 的 d_k 维是 W_o 的输入，在 W_o.weight 的列里")
+    if i > 0:
+        yield Wv[prev].T @ Wo[:, prev].T, ("取成了上一个头：i 是代码下标，从 0 数（i = 0 是正文的头 1、W^O_1），"
+                                           "代码下标 i 的头占 [i·d_k, (i+1)·d_k) 这一段")
+    yield Wv[robin].T @ Wo[:, robin].T, "每隔 n_heads 取了一个：头不是交错放的，每个头占连续的 d_k 维 [i·d_k, (i+1)·d_k)"
     yield Wv.T @ Wo.T, "把所有头都乘进去了：W^V W^O 是 h 个头的矩阵之和，题目只要头 i 的那一个"
     yield head_matrix(layer, i) + layer.W_o.bias.detach(), "加上了 W_o 的偏置：题目不算偏置，M_i 只是两个矩阵的乘积 W^V_i W^O_i"
 
@@ -67,14 +75,21 @@ def check_head_matrix(answer):
     dict_answer(answer, ("matrix", "max_rank"), '{"matrix": 函数, "max_rank": 整数}')
     for d, h in MATRIX_CASES:
         layer = MultiHeadAttention(d, h, dropout=0.0).eval()
-        for i in sorted({0, h - 1}):
+        for i in sorted({0, h - 1}, reverse=True):  # the last head first: i - 1 (counted from 1) is a head there
             where = f"d_model={d}、n_heads={h}、i={i} 时"
-            got = _float_tensor(call(answer["matrix"], layer, i, what='answer["matrix"]'), f"{where}的返回值")
+            try:
+                got = _float_tensor(call(answer["matrix"], layer, i, what='answer["matrix"]'), f"{where}的返回值")
+            except Mistake as m:
+                if "运行时抛出了" in str(m) and ("shape" in str(m) or "size" in str(m)):
+                    raise Mistake(f"{where}，{m}。提示：检查传进来的 layer 不是正文 512 维的层；形状和权重都要从参数 layer 读"
+                                  "（layer.W_v、layer.W_o、layer.d_k），不要用本章的全局变量") from None
+                raise
             expect_shape(got, (d, d), f"{where}的返回值", hint="(d_model, d_k) 乘 (d_k, d_model)")
             want = head_matrix(layer, i)
             if not _matches(got, want):
-                name_the_match(got, _matrix_wrongs(layer, i), prefix=where, same=_matches)
-                expect_close(got, want, f"{where}的矩阵", hint="W^V_i = W_v.weight.T 的第 i 块列，W^O_i = W_o.weight.T 的第 i 块行")
+                name_the_match(got, _matrix_wrongs(layer, i), prefix=f"{where}，", same=_matches)
+                expect_close(got, want, f"{where}的矩阵", hint="拿单位矩阵验证：torch.eye(d_model) 的每一行当作一个 x，"
+                             "经过 W_v（不加偏置）、只留下头 i、再经过 W_o（不加偏置），得到的正是 M_i")
     d, h = RANK_QUESTION["d_model"], RANK_QUESTION["n_heads"]
     rank = as_int(part(answer["max_rank"], 'answer["max_rank"]'), 'answer["max_rank"]')
     truth = int(torch.linalg.matrix_rank(head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
@@ -86,7 +101,7 @@ def check_head_matrix(answer):
 
 
 # ---------------------------------------------------------------- 7.2 (predict: which entries of the output change)
-CHANGE_CASES = [(3, 8, 2, 1, 0), (4, 6, 3, 2, 1), (2, 12, 4, 0, 3)]  # (L, d_model, n_heads, t, i)
+CHANGE_CASES = [(4, 6, 3, 0, 1), (3, 8, 2, 1, 0), (2, 12, 4, 0, 3)]  # (L, d_model, n_heads, t, i); the first: 0 < i < h - 1
 
 
 @torch.no_grad()
@@ -108,9 +123,13 @@ def _changed_wrongs(t, i, L, d, h, with_w_o):
         yield torch.ones(L, d, dtype=torch.bool), ("W^O 对每个 token 单独作用（同一个矩阵乘每一行），注意力已经算完，"
                                                     "一个 token 的改动不会带到别的行")
     else:
-        yield row_t.expand(L, d), "没有 W^O 时只有 Concat：头 i 只占 [i·d_k, (i+1)·d_k) 这几列，别的列不动"
-        yield block.expand(L, d), "Concat 不搬 token：只有第 t 行变"
-        yield row_t & (cols >= (i + 1) * d_k) & (cols < (i + 2) * d_k), "头的列从 1 数了：代码下标 i 的头占 [i·d_k, (i+1)·d_k) 列"
+        yield row_t.expand(L, d), "没有 W^O 时只有 Concat：代码下标为 i 的头只占 [i·d_k, (i+1)·d_k) 这几列，别的列不动"
+        yield block.expand(L, d), "Concat 不搬 token：只有下标 t 的那一行变"
+        for start, width, why in (((i + 1) * d_k, d_k, "头的列从 1 数了"), ((i - 1) * d_k, d_k, "把 i 当成了从 1 数的头号"),
+                                  (i * h, h, f"把 d_k 当成了 n_heads：每个头宽 d_k = d_model // n_heads = {d_k}")):
+            yield row_t & (cols >= start) & (cols < start + width), f"{why}；代码下标为 i 的头占 [i·d_k, (i+1)·d_k) 列"
+        yield row_t & (cols % h == i), ("把 Concat 当成了轮流放各个头的列（i::n_heads）：头不是隔 h 列交错放的，"
+                                        "每个头占连续的 d_k 列 [i·d_k, (i+1)·d_k)")
     flat = torch.zeros(L * d, dtype=torch.bool)  # heads[0, i, t] where the memory order of (h, L, d_k) puts it
     flat[(i * L + t) * d_k:(i * L + t + 1) * d_k] = True
     unmoved = flat.view(L, d)
@@ -135,7 +154,8 @@ def check_changed_outputs(fn):
             name_the_match(got, _changed_wrongs(t, i, L, d, h, with_w_o), prefix=f"{where}：")
             if torch.equal(got, ~want):
                 raise Mistake(f"{where}：极性反了：True 表示这个数会变")
-            raise Mistake(f"{where} 不对：先想注意力算完之后还有哪一步会把不同的 token 或不同的头混在一起")
+            raise Mistake(f"{where} 不对：" + ("先想注意力算完之后还有哪一步会把不同的 token 或不同的头混在一起" if with_w_o else
+                                              "没有 W^O 时 Concat 只搬数：头 i 在 token t 上的 d_k 个数放在输出的哪一行、哪几列？"))
 
 
 # ---------------------------------------------------------------- 7.3 (only one head is known: take it out of the output)
