@@ -460,7 +460,7 @@ class DetachesWeights(nn.Module):
 
 
 class LectureMHA(nn.Module):
-    """The lecture's reference class (《讲义一：多头注意力机制 - 原理图（下）》), pasted as it is."""
+    """The lecture's reference class (《原理图（下）》), pasted as it is."""
 
     def __init__(self, d_model=512, n_heads=8, dropout=0.1):
         super().__init__()
@@ -530,7 +530,7 @@ WRONG_8_3 = mistakes_for(check_my_multihead_attention, [
     (NoSuperInit, "第一行要写 super().__init__()"),
     (make_class(scale=False, softmax_dim=-2), "的形状对了，但数值不对"),
     (make_class(zero_blocked=False), ["均匀的 1/S", "-1e9", "b^O"]),  # the lecture's masked_fill alone
-    (LectureMHA, ["均匀的 1/S", "《讲义一》"]),
+    (LectureMHA, ["均匀的 1/S", "《原理图（下）》"]),
     (make_class(minus_inf=True, nan_to_num=False, zero_blocked=False), ["NaN", "0/0"]),
     (BlockedRowsWrong, ["整行被挡住的 query 不对", "其余的行已经对了"]),
     (nn.Linear, "需要一个名为 W_q 的 nn.Linear"),

@@ -174,7 +174,7 @@ def _triples(d_model: int, n_heads: int, d_k: int) -> list:
     return triples
 
 
-@checker("ch04", "4.3", "讲义 003 的每个头三个 Linear → 一个打包的大 Linear")
+@checker("ch04", "4.3", "《多头自注意力》的每个头三个 Linear → 一个打包的大 Linear")
 def check_packed_from_heads(fn):
     """``fn(heads)``: h triples ``(q_lin, k_lin, v_lin)`` of ``nn.Linear(d_model, d_k)`` -> one
     ``nn.Linear(d_model, 3*h*d_k)`` whose output, cut into Q | K | V (``chunk(3, dim=-1)``) and each split into h

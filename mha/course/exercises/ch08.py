@@ -389,7 +389,7 @@ def _name_blocked_rows(out, want, reference, q, k, v, mask) -> None:
     with torch.no_grad():
         lecture = _variant(reference, q, k, v, mask)  # masked_fill(mask == 0, -1e9), nothing else
     if same(out, lecture):
-        raise Mistake(f"{BLOCKED_WHAT}的 query 得到了均匀的 1/S 权重（《讲义一》的 masked_fill(mask == 0, -1e9) 就是这样）：{rows}；"
+        raise Mistake(f"{BLOCKED_WHAT}的 query 得到了均匀的 1/S 权重（《原理图（下）》的 masked_fill(mask == 0, -1e9) 就是这样）：{rows}；"
                       "它的权重应该全是 0，输出只剩 W_o 的偏置 b^O。softmax 之后再把被挡住的权重置 0（练习 5.3）")
     raise Mistake(f"{BLOCKED_WHAT}的 query 不对：{rows}；它的权重应该全是 0，输出只剩 W_o 的偏置 b^O，"
                   "其余的行已经对了")
