@@ -8,7 +8,7 @@ from mha.validate import require_int
 
 __all__ = ["STEP_NAMES", "flow_shapes", "plot_flow"]
 
-STEP_NAMES = ("输入 Q、K、V", "Linear 投影", "分头", "每头注意力", "Concat 拼接", "输出 Linear")
+STEP_NAMES = ("输入 Q、K、V", "Linear 投影", "分头", "每头注意力", "Concat 拼接", "最终 Linear")
 _MATH = ("", "$W^Q, W^K, W^V$", "", "", "", "$W^O$")
 COLORS = ["#e8f1fb", "#fde9d9", "#fff2cc", "#e2f0d9", "#ede2f6", "#fde9d9"]
 HIGHLIGHT = "#c0392b"
