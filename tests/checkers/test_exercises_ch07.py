@@ -237,10 +237,10 @@ WRONG_NEW = [
 ]
 
 
-# ---------------------------------------------------------------- 7.3 as the book asks it now: only x and the layer are known
-def _head_i(x, layer, i, values=None):
-    out, weights = layer(x, x, x, need_weights=True)  # (B, L, d_model), (B, h, L, S)
-    v = mha.split_heads(layer.W_v(x) if values is None else values, layer.n_heads)  # (B, h, S, d_k)
+# ---------------------------------------------------------------- 7.3 as the book asks it now: only q_in, kv and the layer are known
+def _head_i(q_in, kv, layer, i, values=None):
+    out, weights = layer(q_in, kv, kv, need_weights=True)  # (B, L, d_model), (B, h, L, S)
+    v = mha.split_heads(layer.W_v(kv) if values is None else values, layer.n_heads)  # (B, h, S, d_k)
     return out, weights[:, i] @ v[:, i]  # (B, L, d_k)
 
 
@@ -249,19 +249,20 @@ def _w_o_block(layer, i):
     return layer.W_o.weight.T[i * d_k:(i + 1) * d_k]  # W^O_i   (d_k, d_model)
 
 
-def remove_by_block(x, layer, i):
-    out, head_i = _head_i(x, layer, i)
+def remove_by_block(q_in, kv, layer, i):
+    out, head_i = _head_i(q_in, kv, layer, i)
     return out - head_i @ _w_o_block(layer, i)
 
 
-def remove_by_columns(x, layer, i):  # the columns of W_o.weight, then F.linear without bias
-    out, head_i = _head_i(x, layer, i)
+def remove_by_columns(q_in, kv, layer, i):  # the columns of W_o.weight, then F.linear without bias
+    out, head_i = _head_i(q_in, kv, layer, i)
     d_k = layer.d_k
     return out - torch.nn.functional.linear(head_i, layer.W_o.weight[:, i * d_k:(i + 1) * d_k])
 
 
-def remove_by_recomputing(x, layer, i):  # every head from scratch, head i zeroed, through W^O
-    q, k, v = (mha.split_heads(mha.project(x, W), layer.n_heads) for W in (layer.W_q, layer.W_k, layer.W_v))
+def remove_by_recomputing(q_in, kv, layer, i):  # every head from scratch, head i zeroed, through W^O
+    q = mha.split_heads(mha.project(q_in, layer.W_q), layer.n_heads)
+    k, v = (mha.split_heads(mha.project(kv, W), layer.n_heads) for W in (layer.W_k, layer.W_v))
     heads, _ = mha.attention(q, k, v)  # (B, h, L, d_k)
     keep = torch.ones(layer.n_heads, 1, 1)
     keep[i] = 0
@@ -269,59 +270,65 @@ def remove_by_recomputing(x, layer, i):  # every head from scratch, head i zeroe
     return layer.W_o(mha.merge_heads(heads * keep))
 
 
-def remove_float64(x, layer, i):
-    out, head_i = _head_i(x, layer, i)
+def remove_float64(q_in, kv, layer, i):
+    out, head_i = _head_i(q_in, kv, layer, i)
     return out.double() - head_i.double() @ _w_o_block(layer, i).double()
 
 
 RIGHT_7_3_NOW = answers_for(check_remove_head, [remove_by_block, remove_by_columns, remove_by_recomputing, remove_float64])
 
 
-def _remove_with(x, layer, i, values=None, block=None, bias=False, sign=-1):
-    out, head_i = _head_i(x, layer, i, values)
+def _remove_with(q_in, kv, layer, i, values=None, block=None, bias=False, sign=-1):
+    out, head_i = _head_i(q_in, kv, layer, i, values)
     M = _w_o_block(layer, i) if block is None else block
     return out + sign * (head_i @ M) - (layer.W_o.bias if bias else 0)
 
 
-def _remove_mutating(x, layer, i):
-    x.mul_(1.0)  # a leaf that requires grad: torch refuses, the verdict names it
-    return remove_by_block(x, layer, i)
+def _remove_mutating(q_in, kv, layer, i):
+    q_in.mul_(1.0)  # a leaf that requires grad: torch refuses, the verdict names it
+    return remove_by_block(q_in, kv, layer, i)
 
 
-def _remove_zeroing_w_o(x, layer, i):  # switch the head off by zeroing its columns of W_o.weight in place
+def _remove_zeroing_w_o(q_in, kv, layer, i):  # switch the head off by zeroing its columns of W_o.weight in place
     d_k = layer.d_k
     with torch.no_grad():
         layer.W_o.weight[:, i * d_k:(i + 1) * d_k] = 0
-    return layer(x, x, x)
+    return layer(q_in, kv, kv)
 
 
-def _remove_no_grad(x, layer, i):
+def _remove_no_grad(q_in, kv, layer, i):
     with torch.no_grad():
-        return remove_by_block(x, layer, i)
+        return remove_by_block(q_in, kv, layer, i)
+
+
+def _self_attention(q_in, kv, layer, i):  # copied from the chapter's self-attention: q_in everywhere
+    return remove_by_block(q_in, q_in, layer, i)
 
 
 WRONG_7_3_NOW = mistakes_for(check_remove_head, [
-    (lambda x, layer, i: _remove_with(x, layer, i, bias=True), "偏置也被减掉了"),
-    (lambda x, layer, i: _remove_with(x, layer, i, sign=1), "符号反了"),
-    (lambda x, layer, i: _head_i(x, layer, i)[1] @ _w_o_block(layer, i), "头 0 自己的贡献"),
-    (lambda x, layer, i: layer(x, x, x), "输出没有变"),
-    (lambda x, layer, i: _remove_with(x, layer, i, block=layer.W_o.weight[i * layer.d_k:(i + 1) * layer.d_k]),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, bias=True), "偏置也被减掉了"),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, sign=1), "符号反了"),
+    (lambda q_in, kv, layer, i: _head_i(q_in, kv, layer, i)[1] @ _w_o_block(layer, i), "头 0 自己的贡献"),
+    (lambda q_in, kv, layer, i: layer(q_in, kv, kv), "输出没有变"),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, block=layer.W_o.weight[i * layer.d_k:(i + 1) * layer.d_k]),
      "W_o.weight 的第 [i·d_k, (i+1)·d_k) 行"),
-    (lambda x, layer, i: _remove_with(x, layer, i, block=_w_o_block(layer, (i + 1) % layer.n_heads)), "W^O 的第 1 块"),
-    (lambda x, layer, i: _remove_with(x, layer, i, values=x), "没投影的 x 当 Value"),
-    (lambda x, layer, i: _remove_with(x, layer, i, values=x @ layer.W_v.weight.T), "漏了 W_v 的偏置"),
-    (lambda x, layer, i: _remove_with(x, layer, i, values=layer.W_q(x)), "W_q 投影出的 Query"),
-    (lambda x, layer, i: _remove_with(x, layer, i, values=layer.W_k(x)), "W_k 投影出的 Key"),
-    (lambda x, layer, i: layer(x, x, x) - layer(x, x, x)[..., i * layer.d_k:(i + 1) * layer.d_k] @ _w_o_block(layer, i),
-     "把输出 out 的第 i 段当成了头 i 的结果"),
-    (lambda x, layer, i: remove_by_block(x, layer, i) * 1.5, "结果不对"),
-    (lambda x, layer, i: remove_by_block(x, layer, i)[..., :-1], "形状应该是"),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, block=_w_o_block(layer, (i + 1) % layer.n_heads)),
+     "W^O 的第 1 块"),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, values=kv), "没投影的 kv 当 Value"),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, values=kv @ layer.W_v.weight.T), "漏了 W_v 的偏置"),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, values=layer.W_k(kv)), "W_k 投影出的 Key"),
+    (lambda q_in, kv, layer, i: _remove_with(q_in, kv, layer, i, values=layer.W_v(q_in)), "Value 是从 q_in 投影的"),
+    (lambda q_in, kv, layer, i: layer(q_in, kv, kv) - layer(q_in, kv, kv)[..., i * layer.d_k:(i + 1) * layer.d_k]
+     @ _w_o_block(layer, i), "把输出 out 的第 i 段当成了头 i 的结果"),
+    (_self_attention, "算成了 q_in 自己的自注意力"),
+    (lambda q_in, kv, layer, i: remove_by_block(q_in, kv, layer, i) * 1.5, "结果不对"),
+    (lambda q_in, kv, layer, i: remove_by_block(q_in, kv, layer, i)[..., :-1], "形状应该是"),
     (_remove_no_grad, "不能求梯度"),
-    (lambda x, layer, i: remove_by_block(x.detach(), layer, i) + 0 * x.sum(), "对 x 的梯度"),
-    (lambda x, layer, i: remove_by_block(x, layer, i).int(), "dtype"),
-    (_remove_mutating, "原地改了传进来的参数 x"),
+    (lambda q_in, kv, layer, i: remove_by_block(q_in, kv.detach(), layer, i) + 0 * kv.sum(), "对 kv 的梯度"),
+    (lambda q_in, kv, layer, i: remove_by_block(q_in, kv, layer, i).int(), "dtype"),
+    (_remove_mutating, "原地改了传进来的参数 q_in"),
     (_remove_zeroing_w_o, "修改了输入"),
-    (lambda x, layer: x, "参数和题目给的不一样"),
+    (lambda x, layer, i: x, "参数和题目给的不一样"),
 ])
 
 test_right_answers_pass = right_answers(RIGHT_NEW, RIGHT_7_3_NOW)
