@@ -2,8 +2,8 @@
 
 * 7.1 one head's path from input to output, W^V_i W^O_i, as one d_model x d_model matrix, and its largest rank;
 * 7.2 predict which entries of the output change when one head's result at one token changes, with and without W^O;
-* 7.3 only the output and ONE head's result are known (heads d_v wide, h·d_v != d_model): switch that head
-  off by subtracting its contribution head_i W^O_i, keeping the bias.
+* 7.3 given a cross-attention's inputs q_in, kv and the layer only: compute head i's result (project kv's Values,
+  split, the weights of need_weights=True), then switch that head off by subtracting its contribution head_i W^O_i, keeping the bias.
 """
 from __future__ import annotations
 
@@ -158,56 +158,90 @@ def check_changed_outputs(fn):
                                               "没有 W^O 时 Concat 只搬数：头 i 在 token t 上的 d_k 个数放在输出的哪一行、哪几列？"))
 
 
-# ---------------------------------------------------------------- 7.3 (only one head is known: take it out of the output)
-# (B, h, L, d_v, d_model): h * d_v != d_model, so W^O is not square and W^O_i's rows and columns cannot be confused
-REMOVE_CASES = [(2, 4, 3, 5, 6), (1, 3, 2, 4, 10), (2, 2, 4, 3, 7)]
+# ---------------------------------------------------------------- 7.3 (switch one head off, starting from the inputs and the layer)
+# (B, L, S, d_model, n_heads) of a cross-attention layer(q_in, kv, kv); L == S first, so that Values projected from
+# q_in run and get named; a layer with large biases, so that leaving one out (W_v's, W_o's) shows
+REMOVE_CASES = [(2, 3, 3, 6, 3), (1, 2, 5, 8, 2), (2, 4, 2, 12, 4)]
 
 
-def _remove_reference(heads, W_o, i):
+def _remove_layer(d_model: int, n_heads: int, seed: int) -> MultiHeadAttention:
+    torch.manual_seed(seed)
+    layer = MultiHeadAttention(d_model, n_heads, dropout=0.0).eval()
+    with torch.no_grad():
+        for W in (layer.W_q, layer.W_k, layer.W_v, layer.W_o):
+            W.bias.normal_()
+    return layer
+
+
+def _heads_from(layer, q_in, kv, values):
+    """Every head's result when the Values are ``values`` (B, S, d_model): weights (B, h, L, S) @ split values."""
+    q, k = split_heads(layer.W_q(q_in), layer.n_heads), split_heads(layer.W_k(kv), layer.n_heads)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / layer.d_k ** 0.5, dim=-1)  # (B, h, L, S)
+    return weights @ split_heads(values, layer.n_heads)  # (B, h, L, d_k)
+
+
+def _remove_reference(layer, q_in, kv, i):
     """The output when head i's result is replaced by zeros: W_o(concat with head i zeroed)."""
-    B, h, L, d_v = heads.shape
-    off = heads.clone()
-    off[:, i] = 0
-    return W_o(off.transpose(1, 2).reshape(B, L, h * d_v))
+    heads = _heads_from(layer, q_in, kv, layer.W_v(kv))
+    keep = torch.ones(layer.n_heads, 1, 1)
+    keep[i] = 0
+    return layer.W_o(merge_heads(heads * keep))  # (B, L, d_model)
 
 
-@checker("ch07", "7.3", "只拿到一个头的结果：把它从输出里去掉")
+@checker("ch07", "7.3", "关掉一个头：从交叉注意力的输入和层出发")
 def check_remove_head(fn):
-    """``fn(out (B, L, d_model), head_i (B, L, d_v), W_o nn.Linear(h·d_v, d_model), i) -> (B, L, d_model)``:
-    the output with head i's result replaced by zeros = out − head_i W^O_i (the bias stays).
+    """``fn(q_in (B, L, d_model), kv (B, S, d_model), layer mha.MultiHeadAttention, i) -> (B, L, d_model)``: the
+    output of the cross-attention ``layer(q_in, kv, kv)`` when head i's result is replaced by zeros
+    = out − head_i W^O_i (the bias stays); head_i has to be computed (project kv's Values, split, the weights of
+    ``need_weights=True``).
 
-    Nothing is forbidden (the other heads are simply not handed over); ``out`` and ``head_i`` must not change;
-    gradients (values compared) reach ``head_i`` and ``W_o.weight``.
+    Nothing is forbidden; the inputs and the layer's parameters must not change; gradients reach q_in and kv.
     """
-    for B, h, L, d_v, d_model in REMOVE_CASES:
-        W_o = nn.Linear(h * d_v, d_model)
-        with torch.no_grad():
-            W_o.bias.normal_()  # a bias large enough that removing it shows
-        heads = torch.randn(B, h, L, d_v)
-        with torch.no_grad():
-            out = W_o(heads.transpose(1, 2).reshape(B, L, h * d_v))
+    for seed, (B, L, S, d_model, h) in enumerate(REMOVE_CASES):
+        layer = _remove_layer(d_model, h, seed)
+        d_k = d_model // h
+        q_in, kv = torch.randn(B, L, d_model), torch.randn(B, S, d_model)
         for i in sorted({0, h // 2, h - 1}):
-            where = f"h={h}、d_v={d_v}、d_model={d_model}、i={i}"
-            head_i = heads[:, i].clone().requires_grad_()
-            got = _float_tensor(call(fn, out.clone(), head_i, W_o, i, what="你的函数"), f"{where} 时的返回值")
-            expect_shape(got, (B, L, d_model), f"{where} 时的返回值", hint="去掉一个头，输出的形状不变：(B, L, d_model)")
+            where = f"L={L}、S={S}、d_model={d_model}、n_heads={h}、i={i}"
+            q_arg, kv_arg = q_in.clone().requires_grad_(), kv.clone().requires_grad_()
+            got = _float_tensor(call(fn, q_arg, kv_arg, layer, i, what="你的函数"), f"{where} 时的返回值")
+            expect_shape(got, (B, L, d_model), f"{where} 时的返回值",
+                         hint="关掉一个头，输出的形状不变：(B, L, d_model)，长度跟着 Query 走")
             with torch.no_grad():
-                want = _remove_reference(heads, W_o, i)
-                W_O, bias = W_o.weight.T, W_o.bias.detach()  # W^O of the formula   (h·d_v, d_model)
-                block = lambda j: head_i @ W_O[j * d_v:(j + 1) * d_v]  # noqa: E731   head_i W^O_j   (B, L, d_model)
+                want = _remove_reference(layer, q_in, kv, i)
+                out = layer(q_in, kv, kv)
+                W_O, bias = layer.W_o.weight.T, layer.W_o.bias  # W^O of the formula   (d_model, d_model)
+                head_i = _heads_from(layer, q_in, kv, layer.W_v(kv))[:, i]  # (B, L, d_k)
+                minus = lambda head, M: out - head @ M  # noqa: E731
+                rows = lambda j: W_O[j * d_k:(j + 1) * d_k]  # noqa: E731   W^O_j   (d_k, d_model)
+                wrong_values = [
+                    (kv, "头 i 的结果是拿没投影的 kv 当 Value 算的：Value 要先过 W_v，"
+                         "head_i = 权重 × split_heads(W_v(kv)) 的第 i 个头"),
+                    (kv @ layer.W_v.weight.T, "投影 Value 时漏了 W_v 的偏置：W_v(kv) = kv W^V + b^V"),
+                    (layer.W_k(kv), "头 i 的结果用的是 W_k 投影出的 Key，不是 Value"),
+                    *(((layer.W_v(q_in), "Value 是从 q_in 投影的：交叉注意力里 Key 和 Value 都来自 kv 那一句"),) if L == S else ()),
+                ]
+                wrong_heads = [(_heads_from(layer, q_in, kv, values)[:, i], message) for values, message in wrong_values]
+                wrong_heads.append((out[..., i * d_k:(i + 1) * d_k], "把输出 out 的第 i 段当成了头 i 的结果：W^O 已经把各头混在一起，"
+                                                                     "头 i 的结果要用它的注意力权重乘它的 Value 算出来"))
             if not _matches(got, want):
                 name_the_match(got, [
                     (want - bias, "偏置也被减掉了：b^O 不属于任何一个头，关掉一个头时它要留下"),
-                    (out + block(i), "符号反了：去掉头 i 要从输出里减去 head_i W^O_i，你加上了它"),
-                    *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是去掉它之后的输出 out − head_i W^O_i")
-                      for c in (block(i), block(i) + bias)),
+                    (out + head_i @ rows(i), "符号反了：关掉头 i 要从输出里减去 head_i W^O_i，你加上了它"),
+                    *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是关掉它之后的输出 out − head_i W^O_i")
+                      for c in (head_i @ rows(i), head_i @ rows(i) + bias)),
                     (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
-                    *((out - block(j), f"减去的是 head_i 乘 W^O 的第 {j} 块（代码下标）：头 i 的结果读的是 W^O 的第 i 块，"
-                                       "即 W^O = W_o.weight.T 的第 [i·d_v, (i+1)·d_v) 行") for j in range(h) if j != i)],
+                    (_remove_reference(layer, q_in, q_in, i), "算成了 q_in 自己的自注意力：交叉注意力里 Key 和 Value 都来自 kv，"
+                                                             "要调用 layer(q_in, kv, kv)"),
+                    (minus(head_i, layer.W_o.weight[i * d_k:(i + 1) * d_k]),
+                     "用的是 W_o.weight 的第 [i·d_k, (i+1)·d_k) 行：nn.Linear 存的是转置，W^O = W_o.weight.T，"
+                     "W^O_i 是 W^O 的这几行，也就是 W_o.weight 的这几列"),
+                    *((minus(head_i, rows(j)), f"头 i 的结果乘的是 W^O 的第 {j} 块（代码下标）：头 i 读的是 W^O 的第 i 块，"
+                                               "即 W^O = W_o.weight.T 的第 [i·d_k, (i+1)·d_k) 行") for j in range(h) if j != i),
+                    *((minus(head, rows(i)), message) for head, message in wrong_heads)],
                     prefix=f"{where} 时", same=_matches)
-                raise Mistake(f"{where} 时结果不对：输出 = Σ_j head_j W^O_j + b^O，去掉头 i 就是减去 head_i W^O_i，"
-                              "其中 W^O = W_o.weight.T，W^O_i 是它的第 [i·d_v, (i+1)·d_v) 行")
-            head_ref, W_ref = (t.detach().clone().requires_grad_() for t in (head_i, W_o.weight))
-            expect_same_gradients(got, -(head_ref @ W_ref.T[i * d_v:(i + 1) * d_v]), {"head_i": head_i, "W_o.weight": W_o.weight},
-                                  [head_ref, W_ref], f"{where} 时的返回值",
-                                  hint="前向里有没有 .detach()，或者把 W_o 的参数复制成了常数？")
+                raise Mistake(f"{where} 时结果不对：先算出头 i 的结果 head_i（layer(q_in, kv, kv, need_weights=True) 给出每个头的权重，"
+                              "乘上 split_heads(W_v(kv)) 的第 i 个头），输出 = Σ_j head_j W^O_j + b^O，关掉头 i 就是减去 head_i W^O_i")
+            q_ref, kv_ref = (t.clone().requires_grad_() for t in (q_in, kv))
+            expect_same_gradients(got, _remove_reference(layer, q_ref, kv_ref, i), {"q_in": q_arg, "kv": kv_arg}, [q_ref, kv_ref],
+                                  f"{where} 时的返回值", hint="前向里有没有 .detach()、torch.no_grad()，或者把中间结果复制成了常数？")
