@@ -289,6 +289,11 @@ def _remove_mutating(q_in, kv, layer, i):
     return remove_by_block(q_in, kv, layer, i)
 
 
+def _remove_mutating_kv(q_in, kv, layer, i):
+    kv.mul_(1.0)  # torch does not say which leaf: the verdict names both inputs that need grad
+    return remove_by_block(q_in, kv, layer, i)
+
+
 def _remove_zeroing_w_o(q_in, kv, layer, i):  # switch the head off by zeroing its columns of W_o.weight in place
     d_k = layer.d_k
     with torch.no_grad():
@@ -326,7 +331,8 @@ WRONG_7_3_NOW = mistakes_for(check_remove_head, [
     (_remove_no_grad, "不能求梯度"),
     (lambda q_in, kv, layer, i: remove_by_block(q_in, kv.detach(), layer, i) + 0 * kv.sum(), "对 kv 的梯度"),
     (lambda q_in, kv, layer, i: remove_by_block(q_in, kv, layer, i).int(), "dtype"),
-    (_remove_mutating, "原地改了传进来的参数 q_in"),
+    (_remove_mutating, "原地改了传进来的参数 q_in、参数 kv 中的一个"),
+    (_remove_mutating_kv, "原地改了传进来的参数 q_in、参数 kv 中的一个"),
     (_remove_zeroing_w_o, "修改了输入"),
     (lambda x, layer, i: x, "参数和题目给的不一样"),
 ])
