@@ -204,7 +204,8 @@ WRONG_8_2 = mistakes_for(check_load_from_torch, [
 def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge=True, use_wo=True,
                invert_mask=False, return_weights=False, mutate=False, bias=True, tilde_mask=False,
                no_grad=False, detach_input=False, sdpa=False, mha_step=None, minus_inf=False, dropout=0.0,
-               sqrt_d_model=False, roles_swapped=False, ignore_mask=False, zero_blocked=True, nan_to_num=True):
+               sqrt_d_model=False, roles_swapped=False, ignore_mask=False, zero_blocked=True, nan_to_num=True,
+               after_only=False, weights_out="used"):
     class Student(nn.Module):
         def __init__(self, d_model, n_heads):
             super().__init__()
@@ -234,15 +235,18 @@ def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge
             hidden = None
             if mask is not None and not ignore_mask:
                 hidden = ~mask if tilde_mask else ((mask != 0) if invert_mask else (mask == 0))
-                scores = scores.masked_fill(hidden, -math.inf if minus_inf else -1e9)
+                if not after_only:
+                    scores = scores.masked_fill(hidden, -math.inf if minus_inf else -1e9)
+            self.scores = scores
             weights = torch.softmax(scores, dim=softmax_dim)
+            self.unzeroed = weights
             if minus_inf and nan_to_num:
                 weights = torch.nan_to_num(weights)  # a query that sees no key: NaN -> 0
-            elif hidden is not None and zero_blocked:
+            elif hidden is not None and (zero_blocked or after_only):
                 weights = weights.masked_fill(hidden, 0.0)  # a query that sees no key: 1/S -> 0
             return self.dropout(weights) @ v, weights
 
-        def forward(self, Q, K, V, mask=None):
+        def forward(self, Q, K, V, mask=None, need_weights=False):
             if mutate:
                 Q.mul_(1.0).add_(0.5)
             if detach_input:
@@ -257,13 +261,17 @@ def make_class(scale=True, softmax_dim=-1, transpose_split=True, transpose_merge
             else:
                 concat = heads.reshape(B, L, h * d_k)
             out = self.W_o(concat) if use_wo else concat
+            if need_weights:  # which weights a student might hand back
+                weights = {"used": weights, "mean": weights.mean(dim=1), "scores": self.scores,
+                           "unzeroed": self.unzeroed, "none": None}[weights_out]
+                return out if weights_out == "none" else (out, weights)
             return (out, weights) if return_weights else out
 
     if no_grad:
         class Frozen(Student):
-            def forward(self, *args):
+            def forward(self, *args, **kwargs):
                 with torch.no_grad():
-                    return super().forward(*args)
+                    return super().forward(*args, **kwargs)
         return Frozen
     return Student
 
@@ -276,7 +284,7 @@ class EinsumMHA(nn.Module):
         self.h = heads
         self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(width, width) for _ in range(4))
 
-    def forward(self, query, key, value, attn_mask=None):
+    def forward(self, query, key, value, attn_mask=None, need_weights=False):
         B, L, d = query.shape
         q = self.W_q(query).view(B, L, self.h, -1)
         k = self.W_k(key).view(B, key.shape[1], self.h, -1)
@@ -286,7 +294,8 @@ class EinsumMHA(nn.Module):
             scores = scores.masked_fill(attn_mask.bool().logical_not(), float("-inf"))
         weights = torch.softmax(scores, dim=-1).nan_to_num()
         heads = torch.einsum("bhls,bshd->blhd", weights, v.double()).float()
-        return self.W_o(heads.reshape(B, L, d))
+        out = self.W_o(heads.reshape(B, L, d))
+        return (out, weights.float()) if need_weights else out
 
 
 class LoopMHA(nn.Module):
@@ -297,19 +306,22 @@ class LoopMHA(nn.Module):
         self.n_heads, self.d_k = n_heads, d_model // n_heads
         self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
 
-    def forward(self, Q, K, V, mask=None):
+    def forward(self, Q, K, V, mask=None, need_weights=False):
         q, k, v = self.W_q(Q), self.W_k(K), self.W_v(V)
-        heads = []
+        heads, all_weights = [], []
         for i in range(self.n_heads):
             part = slice(i * self.d_k, (i + 1) * self.d_k)
             scores = q[..., part] @ k[..., part].transpose(-2, -1) / self.d_k ** 0.5  # (B, L, S)
             if mask is not None:
                 m = mask if mask.dim() == 2 else mask[:, 0]  # (L, S) or (B, L|1, S)
                 scores = scores.masked_fill(m == 0, -1e9)
-                heads.append(torch.softmax(scores, dim=-1).masked_fill(m == 0, 0.0) @ v[..., part])
+                weights = torch.softmax(scores, dim=-1).masked_fill(m == 0, 0.0)
             else:
-                heads.append(torch.softmax(scores, dim=-1) @ v[..., part])
-        return self.W_o(torch.cat(heads, dim=-1))
+                weights = torch.softmax(scores, dim=-1)
+            heads.append(weights @ v[..., part])
+            all_weights.append(weights)
+        out = self.W_o(torch.cat(heads, dim=-1))
+        return (out, torch.stack(all_weights, dim=1)) if need_weights else out  # (B, h, L, S)
 
 
 class Float64MHA(nn.Module):
@@ -320,8 +332,8 @@ class Float64MHA(nn.Module):
         self.inner = make_class()(d_model, n_heads).double()
         self.W_q, self.W_k, self.W_v, self.W_o = self.inner.W_q, self.inner.W_k, self.inner.W_v, self.inner.W_o
 
-    def forward(self, Q, K, V, mask=None):
-        return self.inner(Q, K, V, mask)
+    def forward(self, Q, K, V, mask=None, need_weights=False):
+        return self.inner(Q, K, V, mask, need_weights)
 
 
 RIGHT_8_3 = answers_for(check_my_multihead_attention, [
@@ -492,6 +504,25 @@ class LectureMHA(nn.Module):
         return self.W_o(output)
 
 
+class LecturePlusOneLine(LectureMHA):
+    """The lecture's class with the one line the prompt describes (blocked rows: 0 after the softmax); no weights."""
+
+    def forward(self, Q, K, V, mask=None):
+        batch_size = Q.size(0)
+        Q = self.W_q(Q).view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        K = self.W_k(K).view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        V = self.W_v(V).view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        attn = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            attn = attn.masked_fill(mask == 0, 0.0)  # the one added line
+        attn = self.dropout(attn)
+        output = torch.matmul(attn, V).transpose(1, 2).contiguous().view(batch_size, -1, self.d_model)
+        return self.W_o(output)
+
+
 class BlockedRowsWrong(LectureMHA):
     """Zeroes a blocked query's output instead of its weights: the output should be b^O, not 0."""
 
@@ -515,7 +546,13 @@ WRONG_8_3 = mistakes_for(check_my_multihead_attention, [
     (make_class(ignore_mask=True), "mask 没有用上"),
     (make_class(sqrt_d_model=True), "缩放用了 √d_model"),
     (make_class(roles_swapped=True), "K 和 V 的角色用反了"),
-    (make_class(return_weights=True), "不要返回 (output, weights)"),
+    (make_class(return_weights=True), "need_weights=False（默认）时 forward 只返回输出张量"),
+    (make_class(after_only=True), ["在 softmax 之后才挡", "没有重新归一化", "每行权重之和 < 1"]),
+    (make_class(weights_out="mean"), ["对各个头取了平均", "(B, h, L, S)"]),
+    (make_class(weights_out="scores"), "softmax 之前的分数"),
+    (make_class(weights_out="unzeroed"), ["均匀的 1/S", "置 0 之后"]),
+    (make_class(weights_out="none"), ["要返回一个元组 (output, weights)", "权重没有返回"]),
+    (LecturePlusOneLine, ["还要接受参数 need_weights=False", "(输出, 每个头的权重)"]),
     (make_class(tilde_mask=True), "0/1 的整数张量"),
     (make_class(bias=False), "W_q 没有偏置（bias=False）"),
     (make_class(mutate=True), "修改了输入：原地改动了传进来的参数 Q"),
@@ -610,7 +647,7 @@ class KVLayer(nn.Module):
         self.h, self.d_k = n_heads, d_model // n_heads
         self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
 
-    def forward(self, Q, K, V, mask=None):
+    def forward(self, Q, K, V, mask=None, need_weights=False):
         if self.swap:
             K, V = V, K
         B, L, _ = Q.shape
@@ -622,8 +659,8 @@ class KVLayer(nn.Module):
             keep = mask != 0
             keep = keep[:, None] if keep.dim() == 3 else keep
             weights = torch.softmax(scores.masked_fill(~keep, torch.finfo(scores.dtype).min), -1) * keep
-        out = weights @ v
-        return self.W_o(out.transpose(1, 2).reshape(B, L, -1))
+        out = self.W_o((weights @ v).transpose(1, 2).reshape(B, L, -1))
+        return (out, weights) if need_weights else out
 
 
 class SwappedKV(KVLayer):

@@ -245,6 +245,9 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
     (both(decoder_ok, lambda ours, h: ours.expand(ours.shape[0], h, *ours.shape[2:]).reshape(-1, *ours.shape[2:])),
      ["没有取反", "不许看"]),
     (both(decoder_ok, lambda ours, h: (~ours[:, 0]).repeat(h, 1, 1)), ["顺序错了", "b·h + i", "repeat_interleave"]),
+    # heads outer without repeat: the message says what the order is, repeat only as an example
+    (both(decoder_ok, lambda ours, h: (~ours[:, 0]).expand(h, -1, -1, -1).reshape(-1, *ours.shape[-2:])),
+     ["顺序错了", "第 i·B + b 张", "头在外层", "例如 repeat(h, 1, 1)"]),
     (both(decoder_ok, lambda ours, h: ours[:, 0].repeat(h, 1, 1)), ["顺序错了，而且没有取反"]),
     (both(decoder_ok, lambda ours, h: ~ours[:, 0]), ["少了头", "(B·h, L, L)"]),
     (both(decoder_ok, lambda ours, h: ~ours.expand(ours.shape[0], h, *ours.shape[2:])), ["4 维", "(B·h, L, S)"]),

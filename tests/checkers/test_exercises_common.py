@@ -263,20 +263,21 @@ class LayerByHand(nn.Module):
         return x.view(B, L, self.h, self.d_k).transpose(1, 2)
 
     def attend(self, q, k, v, mask):
-        return _attention_weights(q, k, v, mask)[0]  # a query that sees no key: zero weights, output b^O
+        return _attention_weights(q, k, v, mask)  # a query that sees no key: zero weights, output b^O
 
-    def forward(self, Q, K, V, mask=None):
+    def forward(self, Q, K, V, mask=None, need_weights=False):
         if mask is not None:
             mask = (mask != 0)
             mask = mask[:, None] if mask.dim() == 3 else mask
-        out = self.attend(self.split(self.W_q(Q)), self.split(self.W_k(K)), self.split(self.W_v(V)), mask)
+        out, weights = self.attend(self.split(self.W_q(Q)), self.split(self.W_k(K)), self.split(self.W_v(V)), mask)
         B, h, L, d_k = out.shape
-        return self.W_o(out.transpose(1, 2).reshape(B, L, h * d_k))
+        out = self.W_o(out.transpose(1, 2).reshape(B, L, h * d_k))
+        return (out, weights) if need_weights else out
 
 
 class LayerByAten(LayerByHand):
     def attend(self, q, k, v, mask):
-        return torch.ops.aten.scaled_dot_product_attention(q, k, v, _safe_mask(mask))
+        return torch.ops.aten.scaled_dot_product_attention(q, k, v, _safe_mask(mask)), None
 
 
 class LayerByNativeMHA(LayerByHand):

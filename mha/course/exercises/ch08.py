@@ -2,7 +2,8 @@
 
 * 8.1 predict what holds after one Linear's weight is set to 0 (uniform weights, equal rows, bias only);
 * 8.2 copy the weights of an ``nn.MultiheadAttention`` into ``mha.MultiHeadAttention``;
-* 8.3 assemble a whole ``MultiHeadAttention`` from torch basics; a query that sees no key gets zero weights.
+* 8.3 assemble a whole ``MultiHeadAttention`` from torch basics; a query that sees no key gets zero weights;
+  ``need_weights=True`` also returns the per-head weights (B, h, L, S) that the output used.
 """
 from __future__ import annotations
 
@@ -179,9 +180,12 @@ def check_load_from_torch(fn):
 
 # ---------------------------------------------------------------- 8.3
 def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True, merge_ok=True,
-             use_wo=True, invert_mask=False, sqrt_d_model=False, swap_kv=False, use_mask=True, zero_blocked=False):
+             use_wo=True, invert_mask=False, sqrt_d_model=False, swap_kv=False, use_mask=True, zero_blocked=False,
+             after_only=False, weights_too=False):
     """The full forward pass with one deliberate mistake switched on (for diagnosing). ``zero_blocked``: the
-    masked weights are set to 0 after the softmax (as the solution does), else a query that sees no key gets 1/S."""
+    masked weights are set to 0 after the softmax (as the solution does), else a query that sees no key gets 1/S.
+    ``after_only``: no mask before the softmax, the masked weights only set to 0 after it (rows sum to < 1).
+    ``weights_too``: return ``(output, weights)``."""
     B, L, d = q.shape
     S = k.shape[1]
     h = layer.n_heads
@@ -202,15 +206,19 @@ def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True,
         keep = mask != 0  # bool, whatever the mask's dtype
         if invert_mask:
             keep = ~keep
-        scores = scores.masked_fill(~keep, -1e9)
+        if not after_only:
+            scores = scores.masked_fill(~keep, -1e9)
     weights = torch.softmax(scores, dim=softmax_dim)
-    if zero_blocked and mask is not None and use_mask:
+    if (zero_blocked or after_only) and mask is not None and use_mask:
         weights = weights.masked_fill(~keep, 0.0)
     heads = weights @ vh  # (B, h, L, d_k)
     concat = heads.transpose(1, 2).reshape(B, L, d) if merge_ok else heads.reshape(B, L, d)
-    return layer.W_o(concat) if use_wo else concat
+    out = layer.W_o(concat) if use_wo else concat
+    return (out, weights) if weights_too else out
 
 
+AFTER_ONLY = ("在 softmax 之后才挡、没有重新归一化：被挡住的 key 已经在分母里分走了概率，每行权重之和 < 1。"
+              "要在 softmax 之前把被挡住的分数填成很小的数；softmax 之后的置 0 只管一个 key 也看不到的 query")
 MISTAKES = [
     (dict(scale=False), "忘了除以 √d_k：scores = Q Kᵀ / √d_k"),
     (dict(softmax_dim=-2), "softmax 的轴错了：要在最后一维（Key 的轴，dim=-1）上做 softmax，让每个 Query 的权重加起来是 1"),
@@ -221,6 +229,7 @@ MISTAKES = [
     (dict(use_mask=False), "传进来的 mask 没有用上：在 softmax 之前 scores.masked_fill(mask == 0, -1e9)"),
     (dict(sqrt_d_model=True), "缩放用了 √d_model：每个头的点积只有 d_k = d_model / h 项，应该除以 √d_k"),
     (dict(swap_kv=True), "K 和 V 的角色用反了：scores 用投影后的 K（self.W_k(K)）算，加权求和的是投影后的 V（self.W_v(V)）"),
+    (dict(after_only=True), AFTER_ONLY),
 ]
 
 # (kind, d_model, h, B, L, S): self-attention without a mask argument, cross-attention (L != S) with mask=None,
@@ -329,8 +338,9 @@ def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Ten
         raise Mistake(nan_why)
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
         if len(out) == 2 and isinstance(out[1], torch.Tensor) and out[0].shape == (B, h, L, S):
-            raise Mistake("forward 返回了 (weights, ...)：应该只返回输出张量 (B, L, d_model)")
-        raise Mistake("forward 应该只返回输出张量 (B, L, d_model)，不要返回 (output, weights) 元组")
+            raise Mistake("forward 返回了 (weights, ...)：need_weights=False（默认）时只返回输出张量 (B, L, d_model)")
+        raise Mistake("need_weights=False（默认）时 forward 只返回输出张量 (B, L, d_model)，"
+                      "(output, weights) 元组只在 need_weights=True 时返回")
     out = expect_tensor(out, "forward 的返回值")
     if not out.is_floating_point():
         raise Mistake(f"forward 的返回值的 dtype 应该是浮点数，实际是 {out.dtype}")
@@ -395,10 +405,64 @@ def _name_blocked_rows(out, want, reference, q, k, v, mask) -> None:
                   "其余的行已经对了")
 
 
+WEIGHT_CASES = ("cross", "causal", "padding", "blocked")  # the weights of these cases are compared too
+
+
+def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
+    """``forward(Q, K, V, mask, need_weights=True)`` -> ``(output, weights)``, weights (B, h, L, S): the ones the
+    output used (a query that sees no key: all 0), one set per head."""
+    student = _build(cls, d_model, h)
+    try:
+        inspect.signature(student.forward).bind(1, 2, 3, None, need_weights=True)
+    except TypeError:
+        raise Mistake(f"{cls.__name__}.forward 还要接受参数 need_weights=False："
+                      "forward(Q, K, V, mask=None, need_weights=False)；need_weights=True 时返回 (输出, 每个头的权重)") from None
+    except ValueError:
+        pass
+    reference = from_torch(_torch_reference(d_model, h))
+    _load(student, reference)
+    dtype = student.W_q.weight.dtype
+    q, k, v = (torch.randn(B, n, d_model, dtype=torch.float64) for n in (L, S, S))
+    with torch.no_grad():
+        want, want_w = reference(q, k, v, mask=mask, need_weights=True)
+    where = f"（{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}）"
+    got = call(student.forward, q.to(dtype), k.to(dtype), v.to(dtype), mask, need_weights=True,
+               what=f"{cls.__name__}.forward(..., need_weights=True)", forbid=_LAYER_SHORTCUTS())
+    if not (isinstance(got, tuple) and len(got) == 2):
+        raise Mistake(f"need_weights=True 时 forward 要返回一个元组 (output, weights)，实际返回的是 {type(got).__name__}"
+                      + ("（只有输出：权重没有返回）" if isinstance(got, torch.Tensor) else ""))
+    out, weights = got
+    out = expect_tensor(out, "need_weights=True 时元组的第 1 项（输出）")
+    weights = expect_tensor(weights, "need_weights=True 时元组的第 2 项（权重）")
+    if not same(out, want):
+        raise Mistake(f"need_weights=True 时的输出和 need_weights=False 时的不一样{where}：两种调用应该得到同一个输出")
+    if same(weights, want_w):
+        return
+    if tuple(weights.shape) == (B, L, S) and same(weights, want_w.mean(dim=1)):
+        raise Mistake(f"权重对各个头取了平均（nn.MultiheadAttention 默认 average_attn_weights=True 就是这样）{where}；"
+                      f"这里要每个头各自的权重，形状 (B, h, L, S) = {(B, h, L, S)}")
+    with torch.no_grad():
+        _, lecture_w = _variant(reference, q, k, v, mask, weights_too=True)  # -1e9, nothing zeroed afterwards
+        _, after_w = _variant(reference, q, k, v, mask, after_only=True, weights_too=True)
+        raw = split_heads(reference.W_q(q), h) @ split_heads(reference.W_k(k), h).transpose(-2, -1) / math.sqrt(d_model // h)
+    name_the_match(weights, [
+        (lecture_w, "返回的权重里，一个 key 也看不到的 query 是均匀的 1/S：返回的应该是输出真正用到的权重，"
+                    "被挡住的那一行全是 0（置 0 之后的 weights）"),
+        (after_w, AFTER_ONLY),
+        (raw, "返回的是 softmax 之前的分数 QKᵀ/√d_k：要返回 softmax（和掩码）之后的权重"),
+        (raw.masked_fill(mask == 0, -1e9) if mask is not None else raw,
+         "返回的是 softmax 之前的分数：要返回 softmax（和掩码）之后的权重"),
+    ], suffix=where, same=same)
+    expect_close(weights, want_w, f"need_weights=True 时返回的权重{where}",
+                 hint="返回输出真正用到的那一份 weights：softmax、把被挡住的置 0 之后，乘 V 之前")
+
+
 @checker("ch08", "8.3", "亲手组装 MultiHeadAttention")
 def check_my_multihead_attention(cls):
-    """``cls(d_model, n_heads)`` with Linears ``W_q, W_k, W_v, W_o``; ``forward(Q, K, V, mask=None)`` -> (B, L, d_model).
+    """``cls(d_model, n_heads)`` with Linears ``W_q, W_k, W_v, W_o``; ``forward(Q, K, V, mask=None, need_weights=False)``
+    -> (B, L, d_model), with ``need_weights=True`` the tuple ``(output, weights)``, weights (B, h, L, S) per head.
     A query that sees no key gets zero weights, so its output is ``W_o.bias`` (the lecture's -1e9 gives 1/S: named).
+    The lecture's class plus that one fix still fails: it returns no weights (named).
 
     Forbidden (while constructing and in forward): ``mha``, ``F.scaled_dot_product_attention``,
     ``nn.MultiheadAttention``. The inputs must not change; gradients must reach Q, K, V and the weights.
@@ -438,6 +502,11 @@ def check_my_multihead_attention(cls):
                           {"Q": ins[0], "K": ins[1], "V": ins[2], **{f"{n}.weight": getattr(student, n).weight for n in LINEARS}},
                           ref_ins + [getattr(reference, n).weight for n in LINEARS], "forward 的输出",
                           hint="梯度的数值要和参考实现一样：前向里有没有 .detach()、原地修改或少算的一步？", atol=1e-4, rtol=1e-3)
+
+    # need_weights=True: the per-head weights the output used (B, h, L, S)
+    for kind, d_model, h, B, L, S in CASES:
+        if kind in WEIGHT_CASES:
+            _check_weights(cls, kind, d_model, h, B, L, S, _mask(kind, B, L, S))
 
     # The same weights in nn.MultiheadAttention (the notebook's final comparison).
     torch_ref = _torch_reference(8, 2)

@@ -141,7 +141,8 @@ def _check_theirs(out, ours, n_heads, where) -> None:
         (~want, "没有取反：nn.MultiheadAttention 的布尔 attn_mask 里 True 表示“不许看”，和 mha 的约定正好相反；"
                 "把第一个掩码取反（~）"),
         (head_major, "顺序错了：nn.MultiheadAttention 把第 b 句第 i 个头放在第 b·h + i 张（句子在外层、头在里层）；"
-                     "repeat(h, 1, 1) 把头放在了外层。先 expand 成 (B, h, L, L) 再 reshape，或用 repeat_interleave(h, dim=0)"),
+                     "你的是第 i·B + b 张（头在外层、句子在里层，例如 repeat(h, 1, 1) 就是这样排的）。"
+                     "先 expand 成 (B, h, L, L) 再 reshape，或用 repeat_interleave(h, dim=0)"),
         (~head_major, "顺序错了，而且没有取反：第 b 句第 i 个头在第 b·h + i 张（句子在外层）；True 表示“不许看”")])
 
 
