@@ -44,7 +44,7 @@ from .training import deterministic
 
 __all__ = ["ToyConfig", "make_batch", "LookBackModel", "accuracy", "answer_accuracy", "train", "head_offsets",
            "deterministic", "VALUES", "load_runs", "group_runs", "one_head_bound", "long_runs_alt", "RUNS_FILE",
-           "REVIEW_FILE", "SEARCH_FILE", "BoundSearch", "search_one_head", "pairs_all_right", "load_search"]
+           "REVIEW_FILE", "LONG_FILE", "SEARCH_FILE", "BoundSearch", "search_one_head", "pairs_all_right", "load_search"]
 
 VALUES = ("tokens", "tokens+positions")  # what the Value input of the attention layer is
 
@@ -192,6 +192,7 @@ def head_offsets(weights: torch.Tensor, min_t: int = 0) -> torch.Tensor:
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
 RUNS_FILE = DATA_DIR / "toy_task_runs.json"  # 3,000 steps, seeds 0-4 (tools/toy_task_runs.py)
 REVIEW_FILE = DATA_DIR / "toy_task_review.json"  # 10,000 steps, seeds 5-8 of the one-head models
+LONG_FILE = DATA_DIR / "toy_task_long_review.json"  # outside review: 15,000 steps, seeds 9-11, every model
 SEARCH_FILE = DATA_DIR / "toy_task_bound_search.json"  # the offline search for the one-head cap (tools/toy_task_bound_search.py)
 
 

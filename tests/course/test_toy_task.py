@@ -9,7 +9,7 @@ import torch
 
 from mha.course.toy_task import (LookBackModel, ToyConfig, accuracy, answer_accuracy, deterministic, group_runs, head_offsets,
                           load_runs, load_search, long_runs_alt, make_batch, one_head_bound, pairs_all_right,
-                          search_one_head, train, REVIEW_FILE, RUNS_FILE, SEARCH_FILE)
+                          search_one_head, train, LONG_FILE, REVIEW_FILE, RUNS_FILE, SEARCH_FILE)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -236,3 +236,22 @@ def test_the_search_finds_a_better_solution_when_one_exists():
 def test_the_search_refuses_unknown_features():
     with pytest.raises(ValueError, match="features must be one of"):
         search_one_head(4, restarts=1, steps=1, features="three_heads")
+
+
+@pytest.mark.parametrize("values, heads", [("tokens", 1), ("tokens+positions", 1)])
+def test_the_outside_long_runs_reproduce_at_step_200(values, heads):
+    """Seed 9 of the outside 15,000-step re-run (toy_task_long_review.json), its first 200 steps, to 0.005."""
+    data = load_runs(LONG_FILE)
+    assert LONG_FILE.stat().st_size < 16_000
+    run = group_runs(data)[(values, heads)][0]
+    assert run["seed"] == 9
+    hist = train(ToyConfig(steps=200, eval_every=25, values=values), heads, seed=run["seed"])
+    assert abs(hist.accuracy[-1] - run["acc_at"]["200"]) <= 0.005
+
+
+@pytest.mark.slow
+def test_the_outside_long_run_of_seed_9_ends_below_the_plateau():
+    """Seed 9, one head, Value = token only, all 15,000 steps (about 40 s): final 0.5618, highest 0.687."""
+    run = group_runs(load_runs(LONG_FILE))[("tokens", 1)][0]
+    hist = train(ToyConfig(steps=15000, eval_every=25), 1, seed=9)
+    assert abs(hist.accuracy[-1] - run["final"]) <= 0.005 and abs(max(hist.accuracy) - run["max"]) <= 0.005

@@ -11,11 +11,12 @@ from mha.course.pictures.style import to_numpy
 __all__ = ["heads_alt", "table_alt"]
 
 
-def heads_alt(maps, block: str, layer: int, row_labels, col_labels) -> str:
+def heads_alt(maps, block: str, layer: int, row_labels, col_labels, note: str = "") -> str:
     """Alt text of :func:`plot_block_heads` for one layer, written from the weights it draws.
 
-    Names the block, the layer and, for every head, the key that gets the most weight on average
-    over the rows (with that mean weight): the same numbers the figure shows.
+    Names the block, the layer and, for every head, the brightest key of each row (``row→key``):
+    the pattern the figure shows, not a column average. ``note`` (optional) is appended as a summary
+    the caller has checked, e.g. which heads form a diagonal.
 
     Args:
         maps: (h, L, S) weights of one layer of one sequence.
@@ -23,12 +24,11 @@ def heads_alt(maps, block: str, layer: int, row_labels, col_labels) -> str:
     m = to_numpy(maps)
     parts = []
     for i in range(m.shape[0]):
-        col = m[i].mean(0)  # (S,): mean weight each key receives
-        j = int(col.argmax())
-        parts.append(f"{head_label(i)}平均把 {col[j]:.2f} 的权重放在“{col_labels[j]}”上")
+        peaks = m[i].argmax(-1)  # (L,): the brightest key of each row
+        parts.append(f"{head_label(i)}每行最亮的格子：" + " ".join(f"{r}→{col_labels[int(j)]}" for r, j in zip(row_labels, peaks)))
     rows, cols = BLOCK_AXES[block]
     return (f"{BLOCK_TITLES[block]}" + _AXIS["layer"].format(layer + 1) + f" {m.shape[0]} 个头的热力图，"
-            f"{rows}：{' '.join(row_labels)}，{cols}：{' '.join(col_labels)}；" + "，".join(parts))
+            f"{rows}：{' '.join(row_labels)}，{cols}：{' '.join(col_labels)}；" + "；".join(parts) + (f"。{note}" if note else ""))
 
 
 def table_alt(table, row_labels, col_labels, title: str, what: str, top: int = 3, small: float = 0.5) -> str:
