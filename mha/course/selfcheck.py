@@ -278,15 +278,14 @@ def _variance():
 
 @_exercise("6.1")
 def _concat_source():
-    L, h, d_k = ch06.SOURCE_CASES[0]
-    t, j = 2, 37
+    L, h, d_k, t, j = ch06.SOURCE_WARMUP
     truth = ch06.source_map(merge_heads, L, h, d_k)[(t, j)]
     show = lambda v: f"heads[b, {v[0]}, {v[1]}, {v[2]}]"  # noqa: E731
     return [_choice(
-        f"`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k），`concat = mha.merge_heads(heads)`。"
+        f"{WARMUP}`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k），`concat = mha.merge_heads(heads)`。"
         f"`concat[b, {t}, {j}]` 是 heads 里的哪一个数？（下标都从 0 数）", truth,
-        f"每个头占连续的 d_k = {d_k} 列：{j} // {d_k} = {truth[0]} 是头的代码下标，{j} % {d_k} = {truth[2]} 是头里那一维的下标，"
-        "token 不动。",
+        f"每个头占连续的 d_k = {d_k} 列：第 {j} 列落在第 {truth[0] * d_k}–{truth[0] * d_k + d_k - 1} 列那一段，"
+        f"也就是代码下标 {truth[0]} 的头里下标 {truth[2]} 的那一维；token 不动。",
         [(wrong(t, j, L, h, d_k), why + "。") for _, wrong, why in ch06.SOURCE_WRONGS[:3]], label=show)]
 
 

@@ -155,12 +155,14 @@ def test_variances_are_the_theory():
 
 def test_concat_source_choice_agrees_with_the_checker(capsys):
     """Each option of 6.1's self-check is what one mapping gives; the checker passes exactly the right one's."""
-    L, h, d_k = ch06.SOURCE_CASES[0]
+    L, h, d_k, t, j = ch06.SOURCE_WARMUP
+    assert (L, h, d_k) not in ch06.SOURCE_CASES  # a warm-up: the quiz does not work the checker's own case
+    assert sc.questions("6.1")[0]["question"].startswith(sc.WARMUP)
     buggy = lambda t, j, L, h, d: ((t * h * d + j) // (L * d), (t * h * d + j) // d % L, (t * h * d + j) % d)  # noqa: E731
     maps = [lambda t, j, L, h, d: (j // d, t, j % d)] + [wrong for _, wrong, _ in ch06.SOURCE_WRONGS]
     for a in sc.questions("6.1")[0]["answers"]:
         value = tuple(int(n) for n in re.findall(r"\d+", label(a)))
-        (fn,) = [m for m in maps if m(2, 37, L, h, d_k) == value]
+        (fn,) = [m for m in maps if m(t, j, L, h, d_k) == value]
         assert passes(ex.check_concat_source, {"right": fn, "buggy": buggy}, capsys) == a["correct"], label(a)
 
 

@@ -23,6 +23,7 @@ __all__ = ["check_concat_source", "check_merge_bug_repair", "check_swap_heads"]
 
 # ---------------------------------------------------------------- 6.1 (where does one number of the Concat come from)
 SOURCE_CASES = [(5, 4, 16), (3, 2, 5), (4, 3, 2)]  # (L, h, d_k): h != d_k, L != h
+SOURCE_WARMUP = (6, 3, 4, 1, 9)  # (L, h, d_k, t, j) of the self-check: sizes the checker does not use
 
 
 def source_map(merge, L: int, h: int, d_k: int) -> dict:
