@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mha
-from mha.course.exercises import (check_count_parameters_general, check_gradient_reach, check_packed_head_k, results)
+from mha.course.exercises import (check_count_parameters_general, check_gradient_reach, check_packed_k, results)
 from exercise_support import answers_for, mistakes_for, raise_value_error, right_answers, wrong_answers
 
 # ---------------------------------------------------------------- references
@@ -185,49 +185,54 @@ def _detached_input(x, linear):
 # ---------------------------------------------------------------- the reworked 3.1, 3.2, 3.3
 
 
-# ---------------------------------------------------------------- 3.3 one head's K' from the packed weight
-def head_k_solution(x, W, b, n_heads, head):
+# ---------------------------------------------------------------- 3.3 K' from the packed weight
+def packed_k_solution(x, W, b):
     d = W.shape[1]
-    d_k = d // n_heads
-    rows = slice(d + head * d_k, d + (head + 1) * d_k)  # the K block, then the head's d_k rows
-    out = x @ W[rows].T
-    return out if b is None else out + b[rows]
+    out = x @ W[d:2 * d].T  # the K block, rows d .. 2d-1, is (out, in)
+    return out if b is None else out + b[d:2 * d]
 
 
-def _head_k_via_split(x, W, b, n_heads, head):  # all of K', then split (mha.split_heads is allowed)
+def _packed_k_chunk(x, W, b):  # chunk(3) and a transposed matmul, renamed style
+    _, w_k, _ = W.chunk(3)
+    out = torch.matmul(x, w_k.t())
+    if b is not None:
+        out = out + b.chunk(3)[1]
+    return out
+
+
+def _packed_k_via_split(x, W, b):  # all three, then split (an honest, longer route)
     d = W.shape[1]
-    k = x @ W[d:2 * d].T + (0 if b is None else b[d:2 * d])
-    return mha.split_heads(k, n_heads)[:, head]
+    qkv = x @ W.T + (0 if b is None else b)  # (B, L, 3d)
+    return qkv[..., d:2 * d]
 
 
-def _head_k_variant(**wrong):
-    from mha.course.exercises.ch03 import packed_head_k
-    return lambda x, W, b, h, head: packed_head_k(x, W, b, h, head, **wrong)
+def _packed_k_variant(**wrong):
+    from mha.course.exercises.ch03 import packed_k
+    return lambda x, W, b: packed_k(x, W, b, **wrong)
 
 
-def _head_k_bias_always(x, W, b, n_heads, head):  # forgets that in_proj_bias may be None
-    d, d_k = W.shape[1], W.shape[1] // n_heads
-    rows = slice(d + head * d_k, d + (head + 1) * d_k)
-    return x @ W[rows].T + b[rows]
+def _packed_k_bias_always(x, W, b):  # forgets that in_proj_bias may be None
+    d = W.shape[1]
+    return x @ W[d:2 * d].T + b[d:2 * d]
 
 
-RIGHT_HEAD_K = answers_for(check_packed_head_k, [head_k_solution, _head_k_via_split,
-                                                 lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd).float()])
+RIGHT_HEAD_K = answers_for(check_packed_k, [packed_k_solution, _packed_k_chunk, _packed_k_via_split,
+                                            lambda x, W, b: packed_k_solution(x, W, b).float()])
 
-WRONG_HEAD_K = mistakes_for(check_packed_head_k, [
-    (_head_k_variant(block=0), "W_q"),
-    (_head_k_variant(block=2), "W_v"),
-    (_head_k_variant(offset=1), "切片越界了"),
-    (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd - 1) if hd else head_k_solution(x, W, b, h, 1), "头"),
-    (_head_k_variant(interleaved=True), "连续的一段"),
-    (_head_k_variant(bias=False), "忘了加偏置"),
-    (_head_k_variant(input_columns=True), "切的是输入的列"),
-    (_head_k_bias_always, ["NoneType", "in_proj_bias 是 None"]),
-    (lambda x, W, b, h, hd: x @ W[W.shape[1]:2 * W.shape[1]].T, "整个 K′"),
-    (lambda x, W, b, h, hd: F.linear(x, W[:2]), "F.linear"),
-    (lambda x, W, b, h, hd: mha.project(x, torch.nn.Linear(4, 4)), "mha.project"),
-    (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd).detach(), "梯度"),
-    (lambda x, W, b, h, hd: head_k_solution(x, W, b, h, hd) * 2, "数值不对"),
+WRONG_HEAD_K = mistakes_for(check_packed_k, [
+    (_packed_k_variant(block=0), "第 0 块"),
+    (_packed_k_variant(block=2), "第 2 块"),
+    (_packed_k_variant(interleaved=True), "不是交错的"),
+    (_packed_k_variant(transpose=False), ["没有转置", "W^K = weight.T"]),
+    (_packed_k_variant(block=0, transpose=False), ["第 0 块", "没有转置"]),
+    (_packed_k_variant(bias=False), "忘了加偏置"),
+    (_packed_k_bias_always, ["NoneType", "in_proj_bias 是 None"]),
+    (lambda x, W, b: x @ W.T, "Q′、K′、V′ 连在一起"),
+    (lambda x, W, b: x @ W[:4].T, "形状应该是"),
+    (lambda x, W, b: F.linear(x, W[W.shape[1]:2 * W.shape[1]], None if b is None else b[W.shape[1]:2 * W.shape[1]]), "F.linear"),
+    (lambda x, W, b: mha.project(x, torch.nn.Linear(4, 4)), "mha.project"),
+    (lambda x, W, b: packed_k_solution(x, W, b).detach(), "梯度"),
+    (lambda x, W, b: packed_k_solution(x, W, b) * 2, "数值不对"),
 ])
 
 test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_HEAD_K)

@@ -216,7 +216,7 @@ WRONG_NEW = [(check_dot_product_variance_scaled, a, w) for a, w in [
 ]]
 
 
-# ---------------------------------------------------------------- 5.3 reworked: d_v != d_k, (output, weights), 0/1 masks
+# ---------------------------------------------------------------- 5.3 reworked: d_v != d_k, (output, weights), (B, h, L, S) bool masks
 def weights_ref(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, L, S): d_k, not d_v
     if mask is not None:
@@ -266,7 +266,7 @@ def _weights_variant(scale="d_k", fill=-1e9, zero_blocked=True, polarity=True, w
 def _weights_where_int(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if mask is not None:
-        scores = torch.where(mask, scores, -1e9)  # a 0/1 integer mask is no condition for torch.where
+        scores = torch.where(mask, scores, -1e9)  # a bool mask is a condition for torch.where
     weights = torch.softmax(scores, -1)
     return weights @ v, weights
 
@@ -284,6 +284,10 @@ def _weights_detached(q, k, v, mask=None):
 
 RIGHT_WEIGHTS = answers_for(check_attention_weights, [
     weights_ref, weights_where, weights_nan_to_num,
+    _weights_variant(zero_blocked=False),  # the lecture's -1e9, no zeroing: right when every query sees a key
+    _weights_variant(fill=float("-inf"), zero_blocked=False),  # -inf: no NaN when every query sees a key
+    _weights_variant(fill=torch.finfo(torch.float32).min, zero_blocked=False, invert="~"),
+    _weights_where_int,
     lambda q, k, v, mask=None: tuple(t.double() for t in weights_ref(q.double(), k.double(), v.double(), mask)),
     lambda q, k, v, mask=None: list(weights_ref(q, k, v, mask)),
     lambda q, k, v, mask=None: weights_ref(q, k, v, None if mask is None else mask.bool()),
@@ -294,12 +298,13 @@ WRONG_WEIGHTS = mistakes_for(check_attention_weights, [
      ["softmax 沿错了轴", "dim=-2"]),
     (lambda q, k, v, mask=None: (lambda w: (w @ v, w))(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=1)),
      ["softmax 沿错了轴", "dim=1"]),
-    (_weights_variant(zero_blocked=False), ["平均分给", "-1e9"]),
-    (_weights_variant(fill=float("-inf"), zero_blocked=False), ["NaN", "0/0"]),
     (_weights_variant(polarity=False), "掩码方向反了"),
+    (_weights_variant(polarity=False, zero_blocked=False), "掩码方向反了"),  # -1e9, a row that sees every key averages
+    (_weights_variant(fill=float("nan")), ["NaN", "填的是什么"]),
+    (lambda q, k, v, mask=None: weights_ref(q, k, v, None if mask is None else mask[:, :1].expand_as(mask)),
+     ["每个头、每个 query 都不同的掩码", "weights"]),  # assumes every head shares head 1's mask
+    (_weights_variant(when="after", zero_blocked=False), "在 softmax 之后才挡"),
     (_weights_variant(when="after"), "在 softmax 之后才挡"),
-    (_weights_variant(invert="~"), ["boolean masks", "mask == 0"]),
-    (_weights_where_int, ["boolean tensor", "mask == 0"]),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, None), "没有用上掩码"),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[0], "只返回了一个张量"),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[::-1], "顺序反了"),
@@ -332,3 +337,16 @@ def test_attention_weights_that_prints_with_mha_fmt_passes(capsys):
 
 def test_results_registry_lists_chapter():
     assert set(results("ch05")) == {"5.1", "5.2", "5.3"}
+
+
+def test_5_3_masks_are_full_bool_with_a_visible_key_in_every_row():
+    """Chapter 05 tests (B, h, L, S) boolean masks only, and no query that sees nothing (both are chapter 10's)."""
+    from mha.course.exercises.ch05 import WEIGHTS_SHAPES, _weights_masks
+    for shape in WEIGHTS_SHAPES:
+        masks = [m for _, m in _weights_masks(*shape[:4]) if m is not None]
+        assert len(masks) == 3
+        for m in masks:
+            assert m.dtype == torch.bool and tuple(m.shape) == shape[:4]
+            assert m.any(dim=-1).all() and not m.all()
+        assert not torch.equal(masks[-1], masks[-1][:, :1].expand_as(masks[-1]))  # the heads' masks differ
+

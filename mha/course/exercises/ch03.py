@@ -3,8 +3,8 @@
 * 3.1 ``check_gradient_reach``: which rows and columns of W_q.weight and which tokens of x one number of Q' uses.
 * 3.2 ``check_count_parameters_general``: parameters of a layer whose heads are d_k (queries, keys) and d_v
   (values) wide, d_k, d_v free.
-* 3.3 ``check_packed_head_k``: one head's K' straight from the packed (3·d_model, d_model) weight that
-  nn.MultiheadAttention stores (the K block, then the head's d_k rows), with matrix products only.
+* 3.3 ``check_packed_k``: K' straight from the packed (3·d_model, d_model) weight that nn.MultiheadAttention
+  stores (its K block, transposed), with matrix products only.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from .records import Ask, Which, predict_which
 from .running import call
 from .verdicts import checker, Mistake
 
-__all__ = ["check_gradient_reach", "check_count_parameters_general", "check_packed_head_k"]
+__all__ = ["check_gradient_reach", "check_count_parameters_general", "check_packed_k"]
 
 
 # ---------------------------------------------------------------- 3.1 (what one number of Q' is made of)
@@ -110,73 +110,57 @@ def check_count_parameters_general(fn):
                           f"{'和 out 个偏置' if bias else ''}")
 
 
-# ---------------------------------------------------------------- 3.3 (one head's K' straight from the packed weight)
-HEAD_CASES = [  # (B, L, d_model, n_heads, head (code index), bias)
-    (2, 3, 8, 2, 1, True), (1, 4, 12, 3, 0, False), (3, 2, 12, 4, 2, True), (2, 5, 16, 4, 3, True)]
+# ---------------------------------------------------------------- 3.3 (K' straight from the packed weight)
+PACKED_CASES = [(2, 3, 8, True), (1, 4, 12, False), (3, 2, 6, True), (2, 5, 16, True)]  # (B, L, d_model, bias)
 
 
-def packed_head_k(x, in_proj_weight, in_proj_bias, n_heads, head, *, block=1, offset=0, interleaved=False,
-                  bias=True, input_columns=False):
-    """K' of one head from the packed weight (the keywords make the typical wrong cousins; defaults give the truth):
-    rows d_model .. 2 d_model of ``in_proj_weight`` are W_k, and head ``head`` owns d_k consecutive rows of them."""
+def packed_k(x, in_proj_weight, in_proj_bias, *, block=1, interleaved=False, transpose=True, bias=True):
+    """K' from the packed weight (the keywords make the typical wrong cousins; defaults give the truth):
+    rows d_model .. 2 d_model of ``in_proj_weight`` are K's weight (out, in), and W^K = weight.T."""
     d = in_proj_weight.shape[1]
-    d_k = d // n_heads
-    W = in_proj_weight[block * d:(block + 1) * d]  # (d, d): W_k for block 1
-    b = None if in_proj_bias is None or not bias else in_proj_bias[block * d:(block + 1) * d]
-    h = head + offset
-    rows = slice(h, None, n_heads) if interleaved else slice(h * d_k, (h + 1) * d_k)
-    if input_columns:  # the head's slice of the input features instead of its output rows
-        out = x[..., rows] @ W[rows][:, rows].T  # (B, L, d_k)
-        return out if b is None else out + b[rows]
-    out = x @ W[rows].T  # (B, L, d_k)
-    return out if b is None else out + b[rows]
+    rows = slice(block, None, 3) if interleaved else slice(block * d, (block + 1) * d)
+    weight = in_proj_weight[rows]  # (d, d): (out, in)
+    out = x @ (weight.T if transpose else weight)  # (B, L, d)
+    return out if in_proj_bias is None or not bias else out + in_proj_bias[rows]
 
 
-HEAD_MISTAKES = [
-    (dict(block=0), "用了第 0 块（W_q）：in_proj_weight 按 Q、K、V 的顺序竖着叠放，W_k 是第 d_model 到 2·d_model−1 行"),
-    (dict(block=2), "用了第 2 块（W_v）：W_k 是中间那一块，第 d_model 到 2·d_model−1 行"),
-    (dict(offset=1), "取成了下一个头：head 是代码下标，从 0 数（head=0 是头 1），它的行是 W_k 的第 head·d_k 到 (head+1)·d_k−1 行"),
-    (dict(offset=-1), "取成了上一个头：head 是代码下标，从 0 数，它的行是 W_k 的第 head·d_k 到 (head+1)·d_k−1 行"),
-    (dict(interleaved=True), "每隔 n_heads 行取了一行：一个头的 d_k 行在 W_k 里是连续的一段（分头就是把 d_model 个输出切成 h 段）"),
-    (dict(bias=False), "忘了加偏置：in_proj_bias 也要先取 K 那一段，再取这个头的 d_k 个数"),
-    (dict(input_columns=True), "切的是输入的列：分头切的是投影的输出，每个头的 Key 仍然用到输入的全部 d_model 个数；"
-                               "要取 W_k 的 d_k 行，乘整个 x"),
+PACKED_MISTAKES = [
+    (dict(block=0), "用了第 0 块（Q 的 weight）：in_proj_weight 按 Q、K、V 的顺序竖着叠放，K 的是第 d_model 到 2·d_model−1 行"),
+    (dict(block=2), "用了第 2 块（V 的 weight）：K 的是中间那一块，第 d_model 到 2·d_model−1 行"),
+    (dict(interleaved=True), "每隔 3 行取了一行：三块是竖着整块叠放的（先 d_model 行 Q，再 d_model 行 K，再 d_model 行 V），不是交错的"),
+    (dict(transpose=False), "没有转置：取出的那一块和 nn.Linear 的 weight 一样是 (out, in)，W^K = weight.T，要算 x @ weight.T"),
+    (dict(block=0, transpose=False), "用了第 0 块（Q 的 weight），而且没有转置：K 的是第 d_model 到 2·d_model−1 行，W^K = weight.T"),
+    (dict(bias=False), "忘了加偏置：in_proj_bias 也是 Q、K、V 叠在一起的，要取 K 那一段（第 d_model 到 2·d_model−1 个数）"),
 ]
 
 
-@checker("ch03", "3.3", "从叠在一起的 in_proj_weight 直接算出一个头的 K′")
-def check_packed_head_k(fn):
-    """``fn(x (B, L, d), in_proj_weight (3d, d), in_proj_bias (3d,) or None, n_heads, head) -> (B, L, d_k)``: the Key
-    projection of head ``head`` (code index, from 0), ``x @ W.T + b`` with the d_k rows of W_k that head owns."""
-    for B, L, d, h, head, bias in HEAD_CASES:
-        d_k = d // h
+@checker("ch03", "3.3", "从叠在一起的 in_proj_weight 直接算出 K′")
+def check_packed_k(fn):
+    """``fn(x (B, L, d), in_proj_weight (3d, d), in_proj_bias (3d,) or None) -> (B, L, d)``: the Key projection
+    ``x @ W.T + b`` with the K block (rows d .. 2d) of the packed weight and bias."""
+    for B, L, d, bias in PACKED_CASES:
         x = torch.randn(B, L, d, dtype=torch.float64, requires_grad=True)
         W = torch.randn(3 * d, d, dtype=torch.float64, requires_grad=True)
         b = torch.randn(3 * d, dtype=torch.float64, requires_grad=True) if bias else None
-        where = (f"x {(B, L, d)}、in_proj_weight {(3 * d, d)}、in_proj_bias {'(%d,)' % (3 * d) if bias else 'None'}、"
-                 f"n_heads={h}、head={head}")
+        where = f"x {(B, L, d)}、in_proj_weight {(3 * d, d)}、in_proj_bias {'(%d,)' % (3 * d) if bias else 'None'}"
         try:
-            out = call(fn, x, W, b, h, head, what="你的函数", forbid=(LINEAR, project),
-                       shortcut_hint="nn.Linear 内部调用的也是它；请用切片取出 W_k 里这个头的 d_k 行，自己写矩阵乘法（@）和加法")
+            out = call(fn, x, W, b, what="你的函数", forbid=(LINEAR, project),
+                       shortcut_hint="nn.Linear 内部调用的也是它；请用切片取出 K 的那一块，自己写矩阵乘法（@）和加法")
         except Mistake as m:
             if b is None and "运行时抛出了" in str(m):
                 raise Mistake(f"{m}。这一组的 in_proj_bias 是 None（没有偏置）：这时只算 x @ W.T") from None
             raise
         got = expect_tensor(out, f"{where} 时的返回值")
-        want = packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head)
-        if tuple(got.shape) == (B, L, d):
-            raise Mistake(f"{where} 时返回了 {(B, L, d)}：这是整个 K′；只要头 {head + 1}（head={head}）的 d_k = {d_k} 维")
-        if tuple(got.shape) == (B, L, 0):
-            raise Mistake(f"{where} 时返回值的形状是 {(B, L, 0)}：切片越界了。head 是代码下标，从 0 数（head=0 是头 1），"
-                          f"最后一个头是 head = n_heads − 1 = {h - 1}，它的行是 W_k 的第 head·d_k 到 (head+1)·d_k−1 行")
-        if tuple(got.shape) != (B, L, d_k):
-            raise Mistake(f"{where} 时返回值的形状应该是 {(B, L, d_k)}，实际是 {tuple(got.shape)}")
+        if tuple(got.shape) == (B, L, 3 * d):
+            raise Mistake(f"{where} 时返回了 {(B, L, 3 * d)}：这是 Q′、K′、V′ 连在一起；只要 K′，d_model = {d} 维")
+        if tuple(got.shape) != (B, L, d):
+            raise Mistake(f"{where} 时返回值的形状应该是 {(B, L, d)}，实际是 {tuple(got.shape)}")
+        want = packed_k(x.detach(), W.detach(), None if b is None else b.detach())
         g = got.detach().double()
         if torch.allclose(g, want, atol=1e-6):
             expect_gradients(got, {"x": x, "in_proj_weight": W}, f"{where} 时的返回值")
             continue
-        name_the_match(g, ((packed_head_k(x.detach(), W.detach(), None if b is None else b.detach(), h, head, **kwargs), why)
-                           for kwargs, why in HEAD_MISTAKES
-                           if 0 <= head + kwargs.get("offset", 0) < h and not (kwargs.get("bias") is False and b is None)),
+        name_the_match(g, ((packed_k(x.detach(), W.detach(), None if b is None else b.detach(), **kwargs), why)
+                           for kwargs, why in PACKED_MISTAKES if not (kwargs.get("bias") is False and b is None)),
                        prefix=f"{where} 时", same=lambda a, b: torch.allclose(a, b, atol=1e-6))
-        expect_close(got, want, f"{where} 时的返回值", hint="头 head 的行是 in_proj_weight[d_model + head·d_k : d_model + (head+1)·d_k]")
+        expect_close(got, want, f"{where} 时的返回值", hint="K 的 weight 是 in_proj_weight[d_model : 2·d_model]，偏置同理")
