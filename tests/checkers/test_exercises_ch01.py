@@ -197,6 +197,18 @@ RIGHT_1_3_MATRIX = answers_for(check_dependency_matrix, [
 ])
 
 
+def _copied_cells(f, x):  # ch01's experiment cells in a loop over k, verbatim: token k replaced by random numbers
+    B, L, d_model = x.shape
+    D = torch.zeros(L, L, dtype=torch.bool)
+    for changed in range(L):
+        x2 = x.clone()
+        x2[:, changed] = torch.randn(B, d_model)
+        with torch.no_grad():
+            delta = (f(x2) - f(x)).abs()
+        D[:, changed] = delta.amax(dim=(0, 2)) > 1e-6
+    return D
+
+
 def _mutating(f, x):
     L = x.shape[1]
     y = f(x).detach().clone()
@@ -209,6 +221,8 @@ def _mutating(f, x):
 
 WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
     (lambda f, x: _experiment()(f, x).T, "行和列放反了"),
+    (_copied_cells, ["换成了别的数", "只留下负数部分", "加 1"]),
+    (_experiment(bump=lambda t: torch.randn_like(t) * 3), "换成了别的数"),
     (_experiment(bump=lambda t: torch.ones_like(t)), "设成了 1"),
     (_experiment(bump=lambda t: 2 * t), "乘了 2"),
     (_experiment(feature=0), "一个特征维"),

@@ -131,7 +131,7 @@ def pe_from(start, L, d_model):
 
 
 def PE_BUG_SOLUTION(**changes):
-    return {"crashes": (2, 3), "silently_wrong": (1, 5), "fixed": build_x_solution, **changes}
+    return {"crashes": (3, 5), "silently_wrong": (1, 5), "fixed": build_x_solution, **changes}
 
 
 RIGHT_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(), PE_BUG_SOLUTION(crashes=[3, 7], silently_wrong=(1, 2))])
@@ -139,6 +139,8 @@ RIGHT_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(), PE_BUG_SOLUTION(cr
 NOT_DONE_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(crashes=...), PE_BUG_SOLUTION(fixed=...)])
 
 WRONG_2_2_BUG = mistakes_for(check_pe_bug, [
+    (PE_BUG_SOLUTION(crashes=(2, 4)), ["B ≠ 2", "本章例子"]),  # the chapter's own shape, named in the prompt
+    (PE_BUG_SOLUTION(crashes=(2, 3)), "B ≠ 2"),
     (PE_BUG_SOLUTION(crashes=(4, 4)), ["没有报错", "B == L"]),
     (PE_BUG_SOLUTION(crashes=(1, 4)), ["没有报错", "B = 1"]),
     (PE_BUG_SOLUTION(silently_wrong=(3, 3)), ["结果是对的", "B == L"]),

@@ -183,7 +183,13 @@ def _position_cases():
                   torch.randn(2, 5, 4), 2))
     cases.append(("1e-4 * torch.roll(x, 1, dims=1)（变化量只有 1e-4）", lambda t: 1e-4 * torch.roll(t, 1, dims=1),
                   torch.randn(1, 5, 4), 3))
+    signs = torch.randn(2, 5, 8).abs() + 0.5  # tokens 0, 2, 3 all positive: +1 leaves their negative part at 0
+    signs[:, [1, 4]] -= 2.0 * signs[:, [1, 4]].amax()  # tokens 1, 4 all negative: +1 moves them
+    cases.append((NEGATIVE_PART, lambda t: torch.roll(t.clamp(max=0.0), 1, dims=1), signs, 2))
     return cases
+
+
+NEGATIVE_PART = "torch.roll(x.clamp(max=0), 1, dims=1)（只留下负数部分；位置 0、2、3 的 token 全是正数）"
 
 
 SIGNED = ("把变化量带着正负号加在了一起：不同特征维（或不同句子）上的 +a 和 −a 会互相抵消，看起来就像没变；"
@@ -195,6 +201,10 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
     x2 = _edited(x, lambda t: t[:, k].add_(1.0))
     delta = _outputs(f, x, x2)  # (B, L, d_model)
     add = "要写 x2[:, k] = x2[:, k] + 1"
+    yield (_moved(f, x, _edited(x, lambda t: t[:, k].copy_(-1.0 - t[:, k].abs()))), f"看起来你把位置 k = {k} 的 token "
+           "换成了别的数（比如本章实验里的随机数），而不是在原值上加 1：这里的 f 只留下负数部分，全是正数的 token 加 1 "
+           "之后还是正数，输出不变；换成随机数却会让它变。题目问的是“加 1”会让哪些输出位置变，"
+           f"{add}")
     yield _moved(lambda t: t, x, x2, 0), "看起来你比较的是输入 x 和改过的 x，而不是两次的输出 f(x) 和 f(x2)"
     yield (_moved(f, x, _edited(x, lambda t: t[:, k].fill_(1.0))), f"看起来你把位置 k = {k} 的 token 设成了 1，而不是在原值上"
            f"加 1：这组 x 里位置 {k} 本来就全是 1，设成 1 等于没改；{add}")

@@ -57,6 +57,9 @@ def check_pe_bug(answer):
     :func:`build_x_buggy` raises, one on which it runs but returns a wrong x, and the fixed function."""
     dict_answer(answer, ("crashes", "silently_wrong", "fixed"), '{"crashes": (B, L), "silently_wrong": (B, L), "fixed": 函数}')
     crash_shape = _batch_shape(part(answer["crashes"], 'answer["crashes"]'), 'answer["crashes"]')
+    if crash_shape[0] == 2:
+        raise Mistake(f'answer["crashes"] = {crash_shape}：B = 2 正是本章例子的批大小，题目说过它会报错；'
+                      "要找一个 B ≠ 2 也报错的形状：(B, d_model) 的表加到 (B, L, d_model) 上，什么时候广播不了？")
     raised, _ = _run_buggy(*crash_shape)
     if not raised:
         B, L = crash_shape
