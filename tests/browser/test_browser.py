@@ -31,7 +31,7 @@ NOTEBOOK_PAGES = [p for p in PAGES if p.is_notebook]
 # A learner's query and the page that must be among its first three results (Pagefind splits
 # the Chinese of query and pages alike, so compound terms are found).
 SEARCHES = {
-    "交叉注意力": "book/10_masks", "位置编码": "book/02_qkv_sources", "自注意力": "book/10_masks",
+    "交叉注意力": "book/10_masks", "位置编码": "book/02_qkv_sources", "自注意力": "book/02_qkv_sources",
     "注意力权重": "book/05_parallel_attention", "缩放点积": "book/05_parallel_attention",
     "多头注意力": "book/01_what_is_mha", "因果掩码": "book/10_masks", "填充掩码": "book/10_masks",
     "分头": "book/04_split_heads", "拼接": "book/06_concat", "KV 缓存": "book/12_production",
@@ -40,7 +40,7 @@ SEARCHES = {
     "为什么除以根号": "book/05_parallel_attention", "根号 d_k": "book/05_parallel_attention",
     "multi head attention": "book/01_what_is_mha", "Multi-Head Attention": "book/01_what_is_mha",
     "英文 query key value": "book/02_qkv_sources", "QKV 是什么": "book/02_qkv_sources",
-    "self attention": "book/10_masks", "scaled dot product attention": "book/05_parallel_attention",
+    "self attention": "book/02_qkv_sources", "scaled dot product attention": "book/05_parallel_attention",
     "positional encoding": "book/02_qkv_sources", "causal mask": "book/10_masks", "怎么分头": "book/04_split_heads",
     "concat 是什么意思": "book/06_concat",
 }
