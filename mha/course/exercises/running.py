@@ -83,8 +83,10 @@ def _crash_message(crash: BaseException, what: str, fn, args) -> str:
     if isinstance(crash, RuntimeError) and "leaf Variable that requires grad" in str(crash):
         inputs = [path for label, a in zip(_parameter_names(fn, len(args)), args) for path, t in _tensors_in(a, label)
                   if t.is_leaf and t.requires_grad and not isinstance(t, torch.nn.Parameter)]
-        which = inputs[0] + "（它需要梯度）" if len(inputs) == 1 else "、".join(inputs) + " 中的一个（它们都需要梯度）"
-        hint = (f"。提示：原地改了传进来的{which}：不要改动输入，先 .clone() 一份再改，或者不用原地操作" if inputs
-                else "。提示：原地改了一个需要梯度的张量。如果你要改写的是一个 Parameter（例如 layer.weight.copy_(...)），"
-                     "把这几行放进 with torch.no_grad(): 里；如果它是输入，先 .clone() 一份再改")
+        if not inputs:
+            hint = ("。提示：原地改了一个需要梯度的张量。如果你要改写的是一个 Parameter（例如 layer.weight.copy_(...)），"
+                    "把这几行放进 with torch.no_grad(): 里；如果它是输入，先 .clone() 一份再改")
+        else:
+            which = inputs[0] + "（它需要梯度）" if len(inputs) == 1 else "、".join(inputs) + " 中的一个（它们都需要梯度）"
+            hint = f"。提示：原地改了传进来的{which}：不要改动输入，先 .clone() 一份再改，或者不用原地操作"
     return f"{what} 运行时抛出了 {exception_text(crash)}{_where(_students_frame(frames))}{hint}"
