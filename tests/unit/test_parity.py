@@ -54,6 +54,22 @@ def test_parity_with_torch(dtype, bias, L, S, masks, fused):
     torch.testing.assert_close(weights.mean(dim=1), averaged, **TOL[dtype])
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_parity_with_torch_per_head_mask(fused):
+    """A (B, h, L, S) mask, different for every sentence and head, equals torch's (B*h, L, S) attn_mask (b-major)."""
+    B, L, S, d_model, h = 2, 4, 6, 12, 3
+    ours, reference = make_pair(d_model, h)
+    ours.fused = fused
+    query, memory = torch.randn(B, L, d_model, dtype=torch.float64), torch.randn(B, S, d_model, dtype=torch.float64)
+    mask = torch.rand(B, h, L, S) < 0.6
+    mask[..., 0] = True  # every query sees at least one key
+    expected_out, expected_w = reference(query, memory, memory, attn_mask=~mask.reshape(B * h, L, S),
+                                         average_attn_weights=False)
+    out, weights = ours(query, memory, memory, mask=mask, need_weights=True)
+    torch.testing.assert_close(out, expected_out, **TOL[torch.float64])
+    torch.testing.assert_close(weights, expected_w, **TOL[torch.float64])
+
+
 def test_to_torch_round_trip():
     ours = mha.MultiHeadAttention(32, 4, dropout=0.0).double().eval()
     reference = mha.to_torch(ours)
