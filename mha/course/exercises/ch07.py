@@ -231,6 +231,8 @@ def check_remove_head(fn):
                     *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是关掉它之后的输出 out − head_i W^O_i")
                       for c in (head_i @ rows(i), head_i @ rows(i) + bias)),
                     (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
+                    *((_remove_reference(layer, q_in, kv, j % h), f"你关掉的是头 {j % h}，不是头 {i}：i 是从 0 数的代码下标，"
+                       f"heads[:, i] 就是头 i，不用{'加' if j > i else '减'} 1") for j in (i + 1, i - 1)),
                     (_remove_reference(layer, q_in, q_in, i), "算成了 q_in 自己的自注意力：交叉注意力里 Key 和 Value 都来自 kv，"
                                                              "要调用 layer(q_in, kv, kv)"),
                     (minus(head_i, layer.W_o.weight[i * d_k:(i + 1) * d_k]),
