@@ -231,6 +231,8 @@ WRONG_NEW = [
     (check_changed_outputs, lambda t, i, L, d, h, w: changed_ref(t, i, L, d, h, w)[:, :1], "形状应该是"),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: torch.zeros(L, d, dtype=torch.bool)), ["不对", "只搬数"]),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, i, L, d, h, -1)), "从 1 数的头号"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, t, L, d, h)),  # review r3 L4
+     ["把 t 和 i 弄混了", "token t 决定哪一行"]),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _columns(t, L, d, range(i, d, h))), ["轮流", "i::n_heads"]),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _columns(t, L, d, range(i * h, (i + 1) * h))),
      "当成了 n_heads"),

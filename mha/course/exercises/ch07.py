@@ -101,7 +101,8 @@ def check_head_matrix(answer):
 
 
 # ---------------------------------------------------------------- 7.2 (predict: which entries of the output change)
-CHANGE_CASES = [(4, 6, 3, 0, 1), (3, 8, 2, 1, 0), (2, 12, 4, 0, 3)]  # (L, d_model, n_heads, t, i); the first: 0 < i < h - 1
+CHANGE_CASES = [(4, 8, 4, 3, 1), (3, 8, 2, 1, 0), (2, 12, 4, 0, 3)]  # (L, d_model, n_heads, t, i); the first: 0 < i < h - 1,
+# t < h and t not in {i - 1, i, i + 1}, so that head t's block (t and i swapped) is no off-by-one of head i's
 
 
 @torch.no_grad()
@@ -128,6 +129,9 @@ def _changed_wrongs(t, i, L, d, h, with_w_o):
         for start, width, why in (((i + 1) * d_k, d_k, "头的列从 1 数了"), ((i - 1) * d_k, d_k, "把 i 当成了从 1 数的头号"),
                                   (i * h, h, f"把 d_k 当成了 n_heads：每个头宽 d_k = d_model // n_heads = {d_k}")):
             yield row_t & (cols >= start) & (cols < start + width), f"{why}；代码下标为 i 的头占 [i·d_k, (i+1)·d_k) 列"
+        if t != i:
+            yield row_t & (cols >= t * d_k) & (cols < (t + 1) * d_k), ("把 t 和 i 弄混了：你标的是头 t 的那几列；"
+                                                                     "token t 决定哪一行，头 i 决定哪几列 [i·d_k, (i+1)·d_k)")
         yield row_t & (cols % h == i), ("把 Concat 当成了轮流放各个头的列（i::n_heads）：头不是隔 h 列交错放的，"
                                         "每个头占连续的 d_k 列 [i·d_k, (i+1)·d_k)")
     flat = torch.zeros(L * d, dtype=torch.bool)  # heads[0, i, t] where the memory order of (h, L, d_k) puts it
