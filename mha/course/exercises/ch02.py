@@ -262,6 +262,7 @@ class ResidualBlock(torch.nn.Module):
     def __init__(self, d_model: int, n_heads: int = 2, role: str = "encoder"):
         super().__init__()
         self.role = role
+        self.lengths = None  # (L, S) of a cross-attention block: set by stack_case, so that swapped inputs get named
         from mha.layer import MultiHeadAttention
 
         self.attn = MultiHeadAttention(d_model, n_heads).eval()
@@ -270,6 +271,9 @@ class ResidualBlock(torch.nn.Module):
             self.attn.W_k.weight.mul_(SHARP)
 
     def forward(self, query, key, value, mask=None):
+        if self.lengths is not None and (query.shape[-2], key.shape[-2]) == self.lengths[::-1]:
+            raise ValueError(f"{BLOCK_ROLES[self.role]}（这里 Query 有 {query.shape[-2]} 个位置、Key 有 {key.shape[-2]} 个："
+                             "Query 和 Key/Value 放反了）")
         try:
             return query + self.attn(query, key, value, mask)
         except (ValueError, RuntimeError, TypeError) as e:  # a wrong input or mask: say which block and what it takes
@@ -291,6 +295,8 @@ def stack_case(n_layers, B, S, L, d_model, src_rows, tgt_lengths):
     """Random blocks, inputs and masks for one check of 2.3 (True = may attend)."""
     enc_layers = [ResidualBlock(d_model, role="encoder") for _ in range(n_layers)]
     dec_layers = [(ResidualBlock(d_model, role="decoder"), ResidualBlock(d_model, role="cross")) for _ in range(n_layers)]
+    for _, cross in dec_layers:
+        cross.lengths = (L, S)
     masks = {"src_padding": torch.tensor(src_rows, dtype=torch.bool)[:, None, None, :],  # (B, 1, 1, S)
              "tgt_padding": (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :],  # (B, 1, 1, L)
              "causal": torch.ones(L, L, dtype=torch.bool).tril()}  # (L, L)
