@@ -282,6 +282,37 @@ def _stack_swapped_cross(enc_layers, dec_layers, enc_x, dec_x, masks):  # the en
     return y
 
 
+def _stack_first_layer_only(enc_layers, dec_layers, enc_x, dec_x, masks):  # the chapter's three blocks, copied
+    enc_self_attn = enc_layers[0]
+    dec_self_attn, cross_attn = dec_layers[0]
+    enc_out = enc_self_attn(enc_x, enc_x, enc_x, mask=masks["src_padding"])
+    dec_h = dec_self_attn(dec_x, dec_x, dec_x, mask=masks["tgt_padding"] & masks["causal"])
+    return cross_attn(dec_h, enc_out, enc_out, mask=masks["src_padding"])
+
+
+def _stack_self_then_cross(enc_layers, dec_layers, enc_x, dec_x, masks):  # all blocks 2, then all blocks 3
+    h = enc_x
+    for block in enc_layers:
+        h = block(h, h, h, masks["src_padding"])
+    y = dec_x
+    for self_attn, _ in dec_layers:
+        y = self_attn(y, y, y, masks["tgt_padding"] & masks["causal"])
+    for _, cross_attn in dec_layers:
+        y = cross_attn(y, h, h, masks["src_padding"])
+    return y
+
+
+def _stack_swapped_cross_tgt_mask(enc_layers, dec_layers, enc_x, dec_x, masks):  # runs in layer 1, breaks layer 2
+    h = enc_x
+    for block in enc_layers:
+        h = block(h, h, h, masks["src_padding"])
+    y = dec_x
+    for self_attn, cross_attn in dec_layers:
+        y = self_attn(y, y, y, masks["tgt_padding"] & masks["causal"])
+        y = cross_attn(h, y, y, masks["tgt_padding"])
+    return y
+
+
 RIGHT_2_3_STACK = answers_for(check_run_stack, [stack_solution, _stack_keywords])
 
 WRONG_2_3_STACK = mistakes_for(check_run_stack, [
@@ -300,6 +331,9 @@ WRONG_2_3_STACK = mistakes_for(check_run_stack, [
     (_stack(cross_mask=lambda m: m["tgt_padding"]), ["交叉注意力块的输入不对", "cannot broadcast"]),
     (_stack(enc_mask=lambda m: m["causal"]), "编码器自注意力块的输入不对"),
     (_stack_mutating, "原地改动了传进来的参数 masks"),
+    (_stack_first_layer_only, ["只跑了第 1 层", "后面的层没有用上"]),
+    (_stack_self_then_cross, "先把所有层的掩码自注意力跑完"),
+    (_stack_swapped_cross_tgt_mask, ["交叉注意力块的输入不对", "Query 和 Key/Value 放反了"]),  # student r3 L2
     (_stack_swapped_cross, ["交叉注意力块的输入不对", "Key = Value 是编码器最后一层的输出"]),
     (lambda e, d, ex, dx, m: ex, "编码器那边的形状"),
     (lambda e, d, ex, dx, m: dx[:, :1], "形状应该是"),

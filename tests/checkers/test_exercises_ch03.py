@@ -216,8 +216,18 @@ def _packed_k_bias_always(x, W, b):  # forgets that in_proj_bias may be None
     return x @ W[d:2 * d].T + b[d:2 * d]
 
 
+def _packed_k_in_float64(x, W, b):  # computes in float64, hands back x's dtype (honest)
+    return packed_k_solution(x.double(), W.double(), None if b is None else b.double()).to(x.dtype)
+
+
+def _packed_k_float32_inside(x, W, b):  # the student's H1: silently float32, also for float64 inputs
+    d = W.shape[1]
+    bias = b[d:2 * d] if b is not None else torch.zeros(d)
+    return x.float() @ W[d:2 * d].float().T + bias.float()
+
+
 RIGHT_HEAD_K = answers_for(check_packed_k, [packed_k_solution, _packed_k_chunk, _packed_k_via_split,
-                                            lambda x, W, b: packed_k_solution(x, W, b).float()])
+                                            _packed_k_in_float64])
 
 WRONG_HEAD_K = mistakes_for(check_packed_k, [
     (_packed_k_variant(block=0), "第 0 块"),
@@ -233,6 +243,14 @@ WRONG_HEAD_K = mistakes_for(check_packed_k, [
     (lambda x, W, b: mha.project(x, torch.nn.Linear(4, 4)), "mha.project"),
     (lambda x, W, b: packed_k_solution(x, W, b).detach(), "梯度"),
     (lambda x, W, b: packed_k_solution(x, W, b) * 2, "数值不对"),
+    (_packed_k_float32_inside, ["返回了 float32", "输入 x 是 float64", "dtype"]),
+    (lambda x, W, b: packed_k_solution(x, W, b).float(), ["返回了 float32", "输入 x 是 float64"]),
+    (lambda x, W, b: packed_k_solution(x, W, b).to(torch.float16), ["返回了 float16", "dtype"]),
+    (lambda x, W, b: packed_k_solution(x.double(), W.double(), None if b is None else b.double()),
+     ["返回了 float64", "输入 x 是 float32"]),  # the check also hands in float32, as the prompt says
+    (_packed_k_variant(bias_block=0), "偏置取成了 Q 的那一段"),
+    (lambda x, W, b: x @ W[W.shape[1]:2 * W.shape[1]].T + (0 if b is None else b[:W.shape[1]]), "偏置取成了 Q 的那一段"),
+    (lambda x, W, b: x @ W[W.shape[1]:2 * W.shape[1]].T + (0 if b is None else b[2 * W.shape[1]:]), "偏置取成了 V 的那一段"),
 ])
 
 test_right_answers_pass = right_answers(RIGHT_3_1, RIGHT_HEAD_K)

@@ -231,6 +231,8 @@ WRONG_NEW = [
     (check_changed_outputs, lambda t, i, L, d, h, w: changed_ref(t, i, L, d, h, w)[:, :1], "形状应该是"),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: torch.zeros(L, d, dtype=torch.bool)), ["不对", "只搬数"]),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, i, L, d, h, -1)), "从 1 数的头号"),
+    (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _block(t, t, L, d, h)),  # review r3 L4
+     ["把 t 和 i 弄混了", "token t 决定哪一行"]),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _columns(t, L, d, range(i, d, h))), ["轮流", "i::n_heads"]),
     (check_changed_outputs, _changed_patch(without=lambda t, i, L, d, h: _columns(t, L, d, range(i * h, (i + 1) * h))),
      "当成了 n_heads"),
@@ -306,6 +308,10 @@ def _remove_no_grad(q_in, kv, layer, i):
         return remove_by_block(q_in, kv, layer, i)
 
 
+def _remove_next_head(q_in, kv, layer, i):  # the student's M2: i + 1, as if i counted from 1
+    return remove_by_recomputing(q_in, kv, layer, (i + 1) % layer.n_heads)
+
+
 def _self_attention(q_in, kv, layer, i):  # copied from the chapter's self-attention: q_in everywhere
     return remove_by_block(q_in, q_in, layer, i)
 
@@ -326,6 +332,8 @@ WRONG_7_3_NOW = mistakes_for(check_remove_head, [
     (lambda q_in, kv, layer, i: layer(q_in, kv, kv) - layer(q_in, kv, kv)[..., i * layer.d_k:(i + 1) * layer.d_k]
      @ _w_o_block(layer, i), "把输出 out 的第 i 段当成了头 i 的结果"),
     (_self_attention, "算成了 q_in 自己的自注意力"),
+    (_remove_next_head, ["你关掉的是头 1，不是头 0", "不用加 1"]),
+    (lambda q_in, kv, layer, i: remove_by_block(q_in, kv, layer, (i - 1) % layer.n_heads), ["你关掉的是头", "不用减 1"]),
     (lambda q_in, kv, layer, i: remove_by_block(q_in, kv, layer, i) * 1.5, "结果不对"),
     (lambda q_in, kv, layer, i: remove_by_block(q_in, kv, layer, i)[..., :-1], "形状应该是"),
     (_remove_no_grad, "不能求梯度"),

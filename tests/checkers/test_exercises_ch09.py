@@ -56,6 +56,7 @@ PAD_WRONG = mistakes_for(check_padding_mask, [  # (answer, words the verdict mus
     # forbidden shortcut, however it is reached
     (lambda ids, p: mha.padding_mask(ids, p), [SHORTCUT, "mha.padding_mask"]),
     (lambda ids, p: mha.padding_mask(ids, p).clone(), [SHORTCUT, "padding_mask"]),
+    (lambda ids, p: mha.padding_mask(ids, p) & True, [SHORTCUT, "比较运算和索引", "自己搭出掩码"]),  # a mask's hint
     # the caller's ids changed in place, named with the student's own argument name
     (pad_mutates, [MUTATED, "参数 ids"]),
     (lambda ids, p: None, ["返回了 None", "return"]),

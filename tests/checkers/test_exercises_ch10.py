@@ -139,6 +139,7 @@ WINDOW_WRONG = mistakes_for(check_window_mask, [
     (lambda L, w: window_ok(L, 2), ["window_mask(6, 3)"]),  # a fixed window
     (lambda L, w: window_ok(L, min(w, 4)), ["window_mask(8, 8)", "不对"]),  # wrong only for a wide window
     (lambda L, w: mha.causal_mask(L) & ~mha.causal_mask(L).tril(-w), [SHORTCUT, "mha.causal_mask"]),
+    (lambda L, w: mha.causal_mask(L).tril() & ~mha.causal_mask(L).tril(-w), [SHORTCUT, "比较运算", "自己搭出掩码"]),
     (lambda L, w: None, ["返回了 None"]),
     (raise_value_error, ["ValueError: boom"]),
 ])
@@ -239,6 +240,8 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
     (both(lambda ids, p: mha.padding_mask(ids, p) & torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril()),
      [SHORTCUT, "mha.padding_mask"]),
     (both(lambda ids, p: (ids != p)[:, None, None, :] & mha.causal_mask(ids.shape[1])), [SHORTCUT, "mha.causal_mask"]),
+    (both(lambda ids, p: mha.padding_mask(ids, p) & mha.causal_mask(ids.shape[1])),  # student r3 L7: a mask's hint
+     [SHORTCUT, "mha.padding_mask", "比较运算", "torch.tril", "自己搭出掩码"]),
     (both(lambda ids, p: (ids != p) @ torch.ones(3, 3)), ["运行时抛出了"]),  # a torch error inside the student's code
     (lambda ids, p, h: None, ["返回了 None"]),
     # the second mask, nn.MultiheadAttention's attn_mask
@@ -330,5 +333,7 @@ test_cache_step_wrong = wrong_answers([
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: torch.ones(L, S, dtype=torch.bool)}, "全是 True"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: _cache_mask(L, S).long()}, "dtype"),
     (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: mha.causal_mask(L, S)}, "不能调用现成的"),
+    (check_cache_step_mask, {"buggy_sees": [0], "mask": lambda L, S: mha.causal_mask(L, S).clone()},
+     ["不能调用现成的", "自己搭出掩码"]),
     (check_cache_step_mask, {"buggy_sees": [0]}, "缺少键"),
 ])

@@ -137,6 +137,7 @@ test_bytes_wrong = wrong_answers(mistakes_for(check_kv_cache_bytes, [
     (lambda L, B, S, h, h_kv, d_k, n: 2 * L * B * S * h_kv * d_k, ["不是字节数"]),
     (lambda L, B, S, h, h_kv, d_k, n: 2 * L * S * h_kv * d_k * n, ["一个样本"]),
     (lambda L, B, S, h, h_kv, d_k, n: 2 * L * B * S * h_kv * d_k * n * 8, ["位（bit）数"]),
+    (lambda L, B, S, h, h_kv, d_k, n: 2 * B * h_kv * S * d_k * 4 * L, ["用参数 nbytes", "不要写死 4"]),  # cell 54's literal 4
     (lambda L, B, S, h, h_kv, d_k, n: 2 * B * h * S * d_k * 4, ["一层、h 个头"]),  # the chapter's per-layer MHA formula
     (lambda L, B, S, h, h_kv, d_k, n: 2 * B * S * h * d_k * n, ["一层、h 个头"]),
     (lambda L, B, S, h, h_kv, d_k, n: L * B * S * (h + 2 * h_kv) * d_k * n, ["查询 q 也算进了缓存"]),

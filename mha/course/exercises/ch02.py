@@ -192,6 +192,8 @@ def reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, *, mistake=None
     """
     src, tgt, causal = masks["src_padding"], masks["tgt_padding"], masks["causal"]
     self_mask = {"no_causal": tgt, "no_tgt_padding": causal, "or": tgt | causal}.get(mistake, tgt & causal)
+    if mistake == "first_layer_only":  # the chapter's three blocks, copied once
+        enc_layers, dec_layers = enc_layers[:1], dec_layers[:1]
 
     def run(block, q, kv, mask):
         out = block(q, kv, kv, mask)
@@ -203,6 +205,12 @@ def reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, *, mistake=None
         h = run(layer, inp, inp, None if mistake == "enc_no_mask" else src)
         enc_outs.append(h)
     y = dec_x
+    if mistake == "self_then_cross":  # every layer's block 2 first, then every layer's block 3
+        for self_attn, _ in dec_layers:
+            y = run(self_attn, y, y, self_mask)
+        for _, cross_attn in dec_layers:
+            y = run(cross_attn, y, enc_outs[-1], src)
+        return y
     for n, (self_attn, cross_attn) in enumerate(dec_layers):
         memory = {"cross_same_layer": enc_outs[n], "cross_enc_x": enc_x}.get(mistake, enc_outs[-1])
         cross_mask = None if mistake == "cross_no_mask" else src
@@ -229,6 +237,10 @@ STACK_MISTAKES = {
     "or": "解码器的两个掩码用 |（或）合在了一起；两个都允许才能看，要用 &（与）",
     "cross_no_mask": "交叉注意力没有用源句的 padding 掩码 src_padding：解码器会看到源句里的 PAD",
     "enc_no_mask": "编码器自注意力没有用 padding 掩码 src_padding：PAD 会被当成真正的词",
+    "first_layer_only": "只跑了第 1 层：enc_layers/dec_layers 里后面的层没有用上；编码器要一层接一层跑完 N 层，"
+                        "解码器也一样，每一层都是掩码自注意力再交叉注意力",
+    "self_then_cross": "先把所有层的掩码自注意力跑完，才做交叉注意力；每一层解码器里先掩码自注意力（块 2）、"
+                       "再交叉注意力（块 3），然后才进入下一层",
     "extra_residual": "每个块的输出又加了一次它的输入：检查用的块里已经带着残差连接，直接用块的输出即可",
 }
 
@@ -250,6 +262,7 @@ class ResidualBlock(torch.nn.Module):
     def __init__(self, d_model: int, n_heads: int = 2, role: str = "encoder"):
         super().__init__()
         self.role = role
+        self.lengths = None  # (L, S) of a cross-attention block: set by stack_case, so that swapped inputs get named
         from mha.layer import MultiHeadAttention
 
         self.attn = MultiHeadAttention(d_model, n_heads).eval()
@@ -258,6 +271,9 @@ class ResidualBlock(torch.nn.Module):
             self.attn.W_k.weight.mul_(SHARP)
 
     def forward(self, query, key, value, mask=None):
+        if self.lengths is not None and (query.shape[-2], key.shape[-2]) == self.lengths[::-1]:
+            raise ValueError(f"{BLOCK_ROLES[self.role]}（这里 Query 有 {query.shape[-2]} 个位置、Key 有 {key.shape[-2]} 个："
+                             "Query 和 Key/Value 放反了）")
         try:
             return query + self.attn(query, key, value, mask)
         except (ValueError, RuntimeError, TypeError) as e:  # a wrong input or mask: say which block and what it takes
@@ -279,6 +295,8 @@ def stack_case(n_layers, B, S, L, d_model, src_rows, tgt_lengths):
     """Random blocks, inputs and masks for one check of 2.3 (True = may attend)."""
     enc_layers = [ResidualBlock(d_model, role="encoder") for _ in range(n_layers)]
     dec_layers = [(ResidualBlock(d_model, role="decoder"), ResidualBlock(d_model, role="cross")) for _ in range(n_layers)]
+    for _, cross in dec_layers:
+        cross.lengths = (L, S)
     masks = {"src_padding": torch.tensor(src_rows, dtype=torch.bool)[:, None, None, :],  # (B, 1, 1, S)
              "tgt_padding": (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :],  # (B, 1, 1, L)
              "causal": torch.ones(L, L, dtype=torch.bool).tril()}  # (L, L)

@@ -13,7 +13,7 @@ from torch import nn
 
 from mha.steps import project
 
-from .answers import as_int, expect_close, expect_tensor, name_the_match
+from .answers import as_int, expect_close, expect_tensor, name_the_match, same
 from .ch01 import positions
 from .gradients import expect_gradients
 from .guard import LINEAR
@@ -111,16 +111,18 @@ def check_count_parameters_general(fn):
 
 
 # ---------------------------------------------------------------- 3.3 (K' straight from the packed weight)
-PACKED_CASES = [(2, 3, 8, True), (1, 4, 12, False), (3, 2, 6, True), (2, 5, 16, True)]  # (B, L, d_model, bias)
+PACKED_CASES = [(2, 3, 8, True, torch.float64), (1, 4, 12, False, torch.float64), (3, 2, 6, True, torch.float32),
+                (2, 5, 16, True, torch.float32)]  # (B, L, d_model, bias, dtype): the prompt promises both dtypes
 
 
-def packed_k(x, in_proj_weight, in_proj_bias, *, block=1, interleaved=False, transpose=True, bias=True):
+def packed_k(x, in_proj_weight, in_proj_bias, *, block=1, interleaved=False, transpose=True, bias=True, bias_block=None):
     """K' from the packed weight (the keywords make the typical wrong cousins; defaults give the truth):
     rows d_model .. 2 d_model of ``in_proj_weight`` are K's weight (out, in), and W^K = weight.T."""
     d = in_proj_weight.shape[1]
     rows = slice(block, None, 3) if interleaved else slice(block * d, (block + 1) * d)
     weight = in_proj_weight[rows]  # (d, d): (out, in)
     out = x @ (weight.T if transpose else weight)  # (B, L, d)
+    rows = rows if bias_block is None else slice(bias_block * d, (bias_block + 1) * d)
     return out if in_proj_bias is None or not bias else out + in_proj_bias[rows]
 
 
@@ -131,6 +133,8 @@ PACKED_MISTAKES = [
     (dict(transpose=False), "没有转置：取出的那一块和 nn.Linear 的 weight 一样是 (out, in)，W^K = weight.T，要算 x @ weight.T"),
     (dict(block=0, transpose=False), "用了第 0 块（Q 的 weight），而且没有转置：K 的是第 d_model 到 2·d_model−1 行，W^K = weight.T"),
     (dict(bias=False), "忘了加偏置：in_proj_bias 也是 Q、K、V 叠在一起的，要取 K 那一段（第 d_model 到 2·d_model−1 个数）"),
+    (dict(bias_block=0), "偏置取成了 Q 的那一段（in_proj_bias[:d_model]）：weight 取对了，偏置也要取 K 那一段，第 d_model 到 2·d_model−1 个数"),
+    (dict(bias_block=2), "偏置取成了 V 的那一段（in_proj_bias[2·d_model:]）：weight 取对了，偏置也要取 K 那一段，第 d_model 到 2·d_model−1 个数"),
 ]
 
 
@@ -138,10 +142,10 @@ PACKED_MISTAKES = [
 def check_packed_k(fn):
     """``fn(x (B, L, d), in_proj_weight (3d, d), in_proj_bias (3d,) or None) -> (B, L, d)``: the Key projection
     ``x @ W.T + b`` with the K block (rows d .. 2d) of the packed weight and bias."""
-    for B, L, d, bias in PACKED_CASES:
-        x = torch.randn(B, L, d, dtype=torch.float64, requires_grad=True)
-        W = torch.randn(3 * d, d, dtype=torch.float64, requires_grad=True)
-        b = torch.randn(3 * d, dtype=torch.float64, requires_grad=True) if bias else None
+    for B, L, d, bias, dtype in PACKED_CASES:
+        x = torch.randn(B, L, d, dtype=dtype, requires_grad=True)
+        W = torch.randn(3 * d, d, dtype=dtype, requires_grad=True)
+        b = torch.randn(3 * d, dtype=dtype, requires_grad=True) if bias else None
         where = f"x {(B, L, d)}、in_proj_weight {(3 * d, d)}、in_proj_bias {'(%d,)' % (3 * d) if bias else 'None'}"
         try:
             out = call(fn, x, W, b, what="你的函数", forbid=(LINEAR, project),
@@ -155,12 +159,16 @@ def check_packed_k(fn):
             raise Mistake(f"{where} 时返回了 {(B, L, 3 * d)}：这是 Q′、K′、V′ 连在一起；只要 K′，d_model = {d} 维")
         if tuple(got.shape) != (B, L, d):
             raise Mistake(f"{where} 时返回值的形状应该是 {(B, L, d)}，实际是 {tuple(got.shape)}")
-        want = packed_k(x.detach(), W.detach(), None if b is None else b.detach())
+        if got.dtype != x.dtype:  # before the values: a float16 result is no slicing mistake
+            raise Mistake(f"{where} 时返回了 {str(got.dtype)[6:]}，输入 x 是 {str(x.dtype)[6:]}：新建的张量跟 x 用同一个 dtype，"
+                          "也不要用 .float()、.half() 之类换成别的 dtype")
+        ref = [None if t is None else t.detach().double() for t in (x, W, b)]  # the truth in float64
+        want = packed_k(*ref)
         g = got.detach().double()
-        if torch.allclose(g, want, atol=1e-6):
+        if same(g, want):
             expect_gradients(got, {"x": x, "in_proj_weight": W}, f"{where} 时的返回值")
             continue
-        name_the_match(g, ((packed_k(x.detach(), W.detach(), None if b is None else b.detach(), **kwargs), why)
+        name_the_match(g, ((packed_k(*ref, **kwargs), why)
                            for kwargs, why in PACKED_MISTAKES if not (kwargs.get("bias") is False and b is None)),
-                       prefix=f"{where} 时", same=lambda a, b: torch.allclose(a, b, atol=1e-6))
+                       prefix=f"{where} 时", same=same)
         expect_close(got, want, f"{where} 时的返回值", hint="K 的 weight 是 in_proj_weight[d_model : 2·d_model]，偏置同理")

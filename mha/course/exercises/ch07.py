@@ -101,7 +101,8 @@ def check_head_matrix(answer):
 
 
 # ---------------------------------------------------------------- 7.2 (predict: which entries of the output change)
-CHANGE_CASES = [(4, 6, 3, 0, 1), (3, 8, 2, 1, 0), (2, 12, 4, 0, 3)]  # (L, d_model, n_heads, t, i); the first: 0 < i < h - 1
+CHANGE_CASES = [(4, 8, 4, 3, 1), (3, 8, 2, 1, 0), (2, 12, 4, 0, 3)]  # (L, d_model, n_heads, t, i); the first: 0 < i < h - 1,
+# t < h and t not in {i - 1, i, i + 1}, so that head t's block (t and i swapped) is no off-by-one of head i's
 
 
 @torch.no_grad()
@@ -128,6 +129,9 @@ def _changed_wrongs(t, i, L, d, h, with_w_o):
         for start, width, why in (((i + 1) * d_k, d_k, "头的列从 1 数了"), ((i - 1) * d_k, d_k, "把 i 当成了从 1 数的头号"),
                                   (i * h, h, f"把 d_k 当成了 n_heads：每个头宽 d_k = d_model // n_heads = {d_k}")):
             yield row_t & (cols >= start) & (cols < start + width), f"{why}；代码下标为 i 的头占 [i·d_k, (i+1)·d_k) 列"
+        if t != i:
+            yield row_t & (cols >= t * d_k) & (cols < (t + 1) * d_k), ("把 t 和 i 弄混了：你标的是头 t 的那几列；"
+                                                                     "token t 决定哪一行，头 i 决定哪几列 [i·d_k, (i+1)·d_k)")
         yield row_t & (cols % h == i), ("把 Concat 当成了轮流放各个头的列（i::n_heads）：头不是隔 h 列交错放的，"
                                         "每个头占连续的 d_k 列 [i·d_k, (i+1)·d_k)")
     flat = torch.zeros(L * d, dtype=torch.bool)  # heads[0, i, t] where the memory order of (h, L, d_k) puts it
@@ -231,6 +235,8 @@ def check_remove_head(fn):
                     *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是关掉它之后的输出 out − head_i W^O_i")
                       for c in (head_i @ rows(i), head_i @ rows(i) + bias)),
                     (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
+                    *((_remove_reference(layer, q_in, kv, j % h), f"你关掉的是头 {j % h}，不是头 {i}：i 是从 0 数的代码下标，"
+                       f"heads[:, i] 就是头 i，不用{'加' if j > i else '减'} 1") for j in (i + 1, i - 1)),
                     (_remove_reference(layer, q_in, q_in, i), "算成了 q_in 自己的自注意力：交叉注意力里 Key 和 Value 都来自 kv，"
                                                              "要调用 layer(q_in, kv, kv)"),
                     (minus(head_i, layer.W_o.weight[i * d_k:(i + 1) * d_k]),

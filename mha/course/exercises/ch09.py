@@ -51,7 +51,8 @@ def check_padding_mask(fn):
     for ids, pad_id in PADDING_CASES:
         token_ids = torch.tensor(ids)
         B, S = token_ids.shape
-        out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(padding_mask, padding_mask_from_lengths)),
+        out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(padding_mask, padding_mask_from_lengths),
+                                 shortcut_hint="请用比较运算和索引这些基本运算自己搭出掩码"),
                             "你的 padding mask")
         if tuple(out.shape) == (B, S):
             raise Mistake(f"形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S) = {(B, S)}。"

@@ -25,6 +25,9 @@ from .verdicts import checker, Mistake
 
 __all__ = ["check_window_mask", "check_decoder_mask", "check_mask_alignment", "check_cache_step_mask"]
 
+# what a forbidden mask builder's verdict suggests instead (the generic hint speaks of attention: view, @, softmax)
+MASK_HINT = "请用比较运算（<、>=、==、!=）、torch.tril 和 &、|、~ 这些基本运算自己搭出掩码"
+
 
 # ---------------------------------------------------------------- 10.1 (reworked) causal mask with a window
 
@@ -51,7 +54,7 @@ def check_window_mask(fn):
     Forbidden: ``mha.causal_mask`` (and the step that applies it).
     """
     for L, w in WINDOW_CASES:
-        out = call(fn, L, w, what="你的窗口掩码函数", forbid=(causal_mask, apply_causal))
+        out = call(fn, L, w, what="你的窗口掩码函数", forbid=(causal_mask, apply_causal), shortcut_hint=MASK_HINT)
         check_mask(out, window_mask(L, w), f"window_mask({L}, {w})", hint="行是 query t，列是 key s：(L, L)", named=[
             (_band(L, -(L - 1), 0), "这是普通的因果掩码：你没有用窗口 w，query t 还能看到 t − w 及更早的 key。"
                                     "窗口只留最近的 w 个 key（含自己）"),
@@ -157,7 +160,7 @@ def check_decoder_mask(fn):
         token_ids = torch.tensor(ids)
         got = call(fn, token_ids, pad_id, n_heads, what="你的掩码函数",
                    forbid=(padding_mask, padding_mask_from_lengths, causal_mask, apply_causal, normalize_mask,
-                           to_torch_attn_mask, to_torch_key_padding_mask))
+                           to_torch_attn_mask, to_torch_key_padding_mask), shortcut_hint=MASK_HINT)
         if isinstance(got, torch.Tensor):
             raise Mistake("只返回了一个掩码；这道题要返回两个：(ours, theirs)，先是 mha 的 (B, 1, L, L)，"
                           "再是 nn.MultiheadAttention 的 (B·h, L, L)")
@@ -256,7 +259,7 @@ def check_cache_step_mask(answer):
         raise Mistake(f'answer["buggy_sees"] = {sees} 不对：算一算 torch.ones(1, {BUGGY_S}).tril() 的第 0 行')
     fn = part(answer["mask"], 'answer["mask"]')
     for L, S in [(2, 6), (1, 5), (3, 3), (1, 1), (4, 7)]:
-        out = call(fn, L, S, what="你的掩码函数", forbid=(causal_mask, apply_causal))
+        out = call(fn, L, S, what="你的掩码函数", forbid=(causal_mask, apply_causal), shortcut_hint=MASK_HINT)
         ones = torch.ones(L, S, dtype=torch.bool)
         check_mask(out, causal_mask(L, S), f"mask({L}, {S})", hint="(L, S)：每个新 query 一行，cache 里和新来的全部 key 一列",
                    bad_hint="query r 能看 key s 当且仅当 s ≤ (S − L) + r", named=[

@@ -89,6 +89,7 @@ def check_kv_cache_bytes(fn):
             (want * h // h_kv // n_layers, "这是一层、h 个头的缓存（普通多头注意力一层的公式）：有 n_layers 层，每层只存 h_kv 个 K/V 头"),
             (want * (h + 2 * h_kv) // (2 * h_kv), "把查询 q 也算进了缓存：缓存只存 K 和 V，查询每步新算、用完就丢"),
             (want * 8, "这是位（bit）数，不是字节数：nbytes 已经是每个数的字节数，不用再乘 8"),
+            (want * 4 // nbytes, f"每个数的字节数用参数 nbytes（这一组 nbytes = {nbytes}），不要写死 4"),
             (want * (h // h_kv) // h_kv, "你用了每组的查询头数 g = h / h_kv；缓存里存的是 h_kv 个 K/V 头"),
             (want // 2, "只算了 K 或 V 一份：缓存里 K 和 V 各存一份"),
             (want // n_layers, "只算了一层：每一层注意力都有自己的缓存"),
