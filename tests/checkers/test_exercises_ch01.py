@@ -10,37 +10,70 @@ from exercise_support import (answers_for, mistakes_for, not_done_answers, raise
                               right_answers, wrong_answers)
 
 
-# ---------------------------------------------------------------- 1.1 shuffled tokens: the rows follow their tokens
+# ---------------------------------------------------------------- 1.1 shuffled tokens: only the Query, only the Key/Value
+P, IDENTITY, INVERSE = [3, 0, 4, 1, 2], [0, 1, 2, 3, 4], [1, 3, 4, 0, 2]  # INVERSE: argsort of P
+
+
 def _rows_by_experiment():
-    """An honest answer: run the layer on x and on x[:, p], match each new row with an old one."""
+    """An honest answer: run the layer on x and on x[:, p] in the Query or in the Key/Value, match each new row
+    with an old one."""
     layer = mha.MultiHeadAttention(4, 2).eval()
-    x, p = torch.randn(1, 5, 4), [3, 0, 4, 1, 2]
-    x2 = x[:, p]
+    x = torch.randn(1, 5, 4)
+    xp = x[:, P]
     with torch.no_grad():
-        y, y2 = layer(x, x, x), layer(x2, x2, x2)
-    return [int((y[0] - y2[0, t]).abs().sum(-1).argmin()) for t in range(5)]
+        y, yq, yk = layer(x, x, x), layer(xp, x, x), layer(x, xp, xp)
+    match = lambda out: [int((y[0] - out[0, t]).abs().sum(-1).argmin()) for t in range(5)]  # noqa: E731
+    return {"queries": match(yq), "keys": match(yk)}
+
+
+def _answer(queries=P, keys=IDENTITY):
+    return {"queries": queries, "keys": keys}
 
 
 RIGHT_1_1 = answers_for(check_permuted_rows, [
-    [3, 0, 4, 1, 2], (3, 0, 4, 1, 2), torch.tensor([3, 0, 4, 1, 2]), np.array([3, 0, 4, 1, 2]),
-    [3.0, 0, 4, 1, 2], _rows_by_experiment(),
+    _answer(), _answer((3, 0, 4, 1, 2), tuple(range(5))), _answer(torch.tensor(P), torch.arange(5)),
+    _answer(np.array(P), np.arange(5)), _answer([3.0, 0, 4, 1, 2], range(5)), _rows_by_experiment(),
+    {"queries": torch.tensor(INVERSE).argsort(), "keys": torch.arange(5).numpy()}, {"keys": IDENTITY, "queries": P, "note": "extra keys are fine"},
+])
+
+NOT_DONE_1_1 = answers_for(check_permuted_rows, [
+    {"queries": ..., "keys": ...}, _answer(P, ...), _answer(..., IDENTITY),
 ])
 
 WRONG_1_1 = mistakes_for(check_permuted_rows, [
-    ([0, 1, 2, 3, 4], ["还是原来的顺序", "跟到哪里"]),
-    ([1, 3, 4, 0, 2], ["方向反了", "p 的逆"]),
-    ([4, 1, 5, 2, 3], "从 1 开始数"),
-    ([1, 2, 3, 4, 5], ["从 1 开始数", "还是原来的顺序"]),  # identity, counted from 1
-    (range(1, 6), ["从 1 开始数", "还是原来的顺序"]),
-    ([2, 4, 5, 1, 3], ["从 1 开始数", "p 的逆"]),  # the inverse, counted from 1
-    ([3, 0, 4, 1], "要写 5 个"),
-    ([3, 0, 4, 1, 7], "超出了范围"),
-    ([3, 0, 4, 2, 1], "不对。提示"),
-    ([2, 1, 4, 0, 3], "把 p 倒过来"),
-    ([3, 0, 4, 1, 1], "r 应是 0–4 的一个排列"),  # a duplicate
-    ({3, 0, 4, 1, 2}, "集合没有顺序"),
-    (torch.tensor([True, False]), "布尔张量"),
-    ((2, 7, 12), "要写 5 个"),  # the old shape exercise's answer
+    # queries: the rows follow their queries
+    (_answer(INVERSE), ['answer["queries"]', "方向反了", "p 的逆"]),
+    (_answer(IDENTITY), ['answer["queries"]', "以为打乱 query 输出不变"]),
+    (_answer(P[::-1]), "把 p 倒过来"),
+    (_answer([4, 1, 5, 2, 3]), ['answer["queries"]', "从 1 开始数"]),  # p, counted from 1
+    (_answer([2, 4, 5, 1, 3]), ["从 1 开始数", "p 的逆"]),  # the inverse, counted from 1
+    (_answer([1, 2, 3, 4, 5]), ["从 1 开始数", "以为打乱 query 输出不变"]),  # identity, counted from 1
+    # keys: a weighted sum does not care about the order of its terms; P, P is also the warm-up's rule copied
+    (_answer(P, P), ['answer["keys"]', "以为输出跟着 key 的顺序走", "加权和与求和顺序无关", "权重跟着 key 一起换"]),
+    (_answer(P, INVERSE), ['answer["keys"]', "以为输出跟着 key 的顺序走", "p 的逆"]),
+    (_answer(P, [1, 2, 3, 4, 5]), ['answer["keys"]', "从 1 开始数"]),
+    (_answer(P, [4, 1, 5, 2, 3]), ["从 1 开始数", "以为输出跟着 key 的顺序走"]),  # p as keys, from 1
+    (_answer(P, range(1, 6)), ['answer["keys"]', "从 1 开始数"]),
+    (_answer(INVERSE, INVERSE), "方向反了"),  # the first wrong part is named first
+    # the form
+    (_answer([3, 0, 4, 1]), ["要写 5 个", "每一行一个"]),
+    (_answer(P, [0, 1, 2, 3, 4, 5]), ['answer["keys"]', "要写 5 个"]),
+    (_answer([3, 0, 4, 1, 7]), "超出了范围"),
+    (_answer(P, [0, 1, 2, 3, -1]), "超出了范围"),
+    (_answer([3, 0, 4, 1, 1]), ["不是一个排列", "用了不止一次"]),  # a duplicate
+    (_answer(P, [0, 0, 0, 0, 0]), ['answer["keys"]', "不是一个排列"]),
+    (_answer([3, 0, 4, 2, 1]), ["不对。提示", "排列"]),
+    (_answer(P, [1, 0, 2, 3, 4]), ['answer["keys"]', "不对。提示"]),
+    (_answer({3, 0, 4, 1, 2}), "集合没有顺序"),
+    (_answer(torch.tensor([True, False, True, False, True])), "布尔张量"),
+    (_answer(None), "是 None"),
+    (_answer("3, 0, 4, 1, 2"), "位置编号"),
+    (_answer(P, 2.5), "位置编号"),
+    (P, ["字典", '"queries"']),  # the old exercise's answer: one list
+    ({"queries": P}, "缺少键"),
+    ({"q": P, "k": IDENTITY}, "缺少键"),
+    ((2, 7, 12), "字典"),
+    (raise_value_error, "字典"),
 ])
 
 # ---------------------------------------------------------------- 1.2 cross-attention: change kv or q
@@ -244,5 +277,5 @@ WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
 ])
 
 test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3_MATRIX)
-test_stubs_are_not_done = not_done_answers(NOT_DONE_1_2)
+test_stubs_are_not_done = not_done_answers(NOT_DONE_1_1, NOT_DONE_1_2)
 test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3_MATRIX)

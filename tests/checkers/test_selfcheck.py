@@ -138,10 +138,26 @@ def test_the_self_check_asks_a_sibling_case_not_the_exercise(exercise_id, capsys
     differs from the exercise's answer to that question, and the quiz's answers fail the exercise's checker."""
     record = RECORDS[exercise_id]
     truth = record.right()
-    quiz = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(record.keys)}
+    quiz = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(WARMUPS[exercise_id].keys)}
+    if set(quiz) != set(record.keys):  # 1.1: the quiz asks one all-shuffled case, the exercise two others
+        quiz = {key: quiz[""] for key in record.keys}
     assert all(quiz[key] != truth[key] for key in record.keys), (quiz, truth)
     assert all(q["question"].startswith(sc.WARMUP) for q in sc.questions(exercise_id))
     assert not passes(_checker_of(exercise_id), quiz[""] if record.keys == ("",) else quiz, capsys)
+
+
+def test_the_shuffle_warm_up_does_not_state_the_rule(capsys):
+    """1.1's quiz shuffles Query, Key and Value together and explains one row only: no option's feedback states
+    the rule r = p, and that rule read off the quiz and applied to both of the exercise's cases (Query only,
+    Key/Value only) fails the checker, which names the Key/Value half."""
+    (q,) = sc.questions("1.1")
+    text = html.unescape(json.dumps(q, ensure_ascii=False))
+    assert "r = p" not in text and "r[t] = p[t]" not in text and "r[0] = 2" in text, text
+    p = ex.ch01.PERMUTATION
+    assert not passes(ex.check_permuted_rows, {"queries": p, "keys": p}, capsys)
+    ex.check_permuted_rows({"queries": p, "keys": p}, record=False)
+    assert "以为输出跟着 key 的顺序走" in capsys.readouterr().out
+    assert passes(ex.check_permuted_rows, {"queries": p, "keys": list(range(len(p)))}, capsys)
 
 
 def test_variances_are_the_theory():

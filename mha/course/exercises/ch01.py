@@ -1,6 +1,7 @@
 """Checkers for chapter 01, 多头注意力是什么.
 
-1.1 shuffle the tokens of self-attention: which row of the old output is each row of the new one (a list)
+1.1 shuffle only the Query, then only the Key/Value, of self-attention: which row of the old output is each row
+    of the new one (a dict of two lists)
 1.2 which output positions change when one Key/Value token or one Query token changes in cross-attention
     (a dict: reasoning)
 1.3 the dependency matrix of a layer: which output positions move when each input token changes (a function,
@@ -13,8 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .answers import as_int, name_the_match
-from .records import Ask, Which, as_index_list, predict_which  # noqa: F401 (as_index_list: chapter 10 reads it here)
+from .answers import as_int, name_the_match, part
+from .records import RECORDS, Ask, Which, as_index_list, dict_answer, predict_which  # noqa: F401 (as_index_list: chapter 10 reads it here)
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -31,41 +32,102 @@ def _layer(d_model: int = 4):
     return MultiHeadAttention(d_model, 2).eval()
 
 
-# ---------------------------------------------------------------- 1.1 (shuffled tokens: the rows follow their tokens)
-PERMUTATION, WARMUP_PERMUTATION = [3, 0, 4, 1, 2], [2, 0, 3, 1]  # x2 = x[:, p]: position t of x2 holds token p[t] of x
+# ---------------------------------------------------------------- 1.1 (shuffled tokens: Query alone, Key/Value alone)
+PERMUTATION, WARMUP_PERMUTATION = [3, 0, 4, 1, 2], [2, 0, 3, 1]  # xp = x[:, p]: position t of xp holds token p[t] of x
+SHUFFLED = {"queries": "layer(xp, x, x)", "keys": "layer(x, xp, xp)"}  # the exercise's two cases; the warm-up shuffles all
 
 
-def permuted_rows(p=tuple(PERMUTATION), d_model: int = 4) -> list[int]:
-    """r with ``layer(x2, x2, x2) == layer(x, x, x)[:, r]`` for ``x2 = x[:, p]``, found by running the layer."""
+def permuted_rows(p=tuple(PERMUTATION), which: str = "all", d_model: int = 4) -> list[int]:
+    """r with ``out == layer(x, x, x)[:, r]`` for ``xp = x[:, p]``, found by running the layer: ``out`` is
+    ``layer(xp, x, x)`` (which="queries"), ``layer(x, xp, xp)`` ("keys") or ``layer(xp, xp, xp)`` ("all")."""
     layer, x = _layer(d_model), torch.randn(1, len(p), d_model)
-    x2 = x[:, list(p)]
+    xp = x[:, list(p)]
+    q, kv = (xp if which in ("queries", "all") else x), (xp if which in ("keys", "all") else x)
     with torch.no_grad():
-        y, y2 = layer(x, x, x)[0], layer(x2, x2, x2)[0]  # (L, d_model)
-    return [int((y - row).abs().sum(-1).argmin()) for row in y2]
+        y, out = layer(x, x, x)[0], layer(q, kv, kv)[0]  # (L, d_model)
+    return [int((y - row).abs().sum(-1).argmin()) for row in out]
 
 
-def _permuted(p: list) -> Which:
-    """Exercise 1.1 for the permutation ``p`` (the self-check asks the same for another one)."""
-    L, wrongs = len(p), (
-        (list(range(len(p))), "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，token 挪到哪里，它那一行输出"
-                              "就跟到哪里（它看到的 key/value 还是同一组，只是换了顺序，加权和不变）"),
-        (torch.tensor(p).argsort().tolist(), "方向反了（这是 p 的逆）：y2 的第 t 行属于 x2 的第 t 个 token，"
-                                             "也就是 x 的第 p[t] 个 token，所以 r[t] = p[t]"),
-        (p[::-1], "这是把 p 倒过来：r 不是倒序；y2 的第 t 行属于 x2 的第 t 个 token，也就是 x 的第 p[t] 个 token"))
-    from_1 = tuple(([n + 1 for n in w], f"位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的；减 1 之后是 {w}，"
-                    f"也不对：{why}") for w, why in wrongs)
+def _one_based(wrongs, L: int) -> tuple:
+    """The typical wrong answers counted from 1, each named with what it is once 1 is taken off."""
+    return tuple(([n + 1 for n in w], f"位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的；减 1 之后是 {w}，"
+                  f"也不对：{why}") for w, why in wrongs)
+
+
+def _all_permuted(p: list) -> Which:
+    """The self-check's warm-up: every input shuffled, ``layer(xp, xp, xp)``. Its words explain one row, never the
+    general rule: the exercise asks the Query and the Key/Value halves of the same question."""
+    L, inverse = len(p), torch.tensor(p).argsort().tolist()
+    row0 = f"y2 的第 0 行属于 x2 的第 0 个 token，也就是 x 的第 {p[0]} 个 token"
+    wrongs = ((list(range(L)), "以为打乱之后输出还是原来的顺序：输出的每一行属于一个 query token，token 换了位置，"
+                               "它那一行输出也跟着换了位置"),
+              (inverse, f"方向反了（这是 p 的逆）：{row0}，r[0] 应是 {p[0]}，不是 {inverse[0]}"))
     return Which(
         "1.1", "ch01", "打乱 token 的顺序，输出怎样变", lambda: {"": permuted_rows(tuple(p))}, size=L, ordered=True,
-        setting=(f"自注意力 `y = layer(x, x, x)`，x 的形状是 (1, {L}, 4)，没有掩码、没有位置编码。把 token 换个顺序："
+        setting=(f"自注意力 `y = layer(x, x, x)`，x 的形状是 (1, {L}, 4)，没有掩码、没有位置编码。把 token 全部换个顺序："
                  f"`x2 = x[:, p]`，p = {p}，再算 `y2 = layer(x2, x2, x2)`。"),
-        asks={"": Ask("y2 的第 t 行等于 y 的第 r[t] 行，r 是？", "每一行输出只由它自己的 query 和整组 key/value 决定；整组 "
-                      "key/value 换个顺序，加权和不变，所以每一行跟着它的 token 走：r = p。",
-                      f"r 应是 0–{L - 1} 的一个排列（y 的每一行恰好用一次）；y2 的第 t 行属于 x2 的第 t 个 token，"
-                      "它是 x 的哪一个 token？这个 token 在 y 里是哪一行？", wrongs + from_1)})
+        asks={"": Ask("y2 的第 t 行等于 y 的第 r[t] 行，r 是？",
+                      f"{row0}；它看到的 key/value 还是那 {L} 个 token，所以这一行就是 y 的第 {p[0]} 行，r[0] = {p[0]}。"
+                      "其余各行同理。",
+                      f"r 应是 0–{L - 1} 的一个排列；y2 的第 0 行属于 x2 的第 0 个 token，它是 x 的哪一个 token？",
+                      wrongs + _one_based(wrongs, L))})
 
 
-check_permuted_rows = predict_which(_permuted(PERMUTATION))
-WARMUP = _permuted(WARMUP_PERMUTATION)  # the self-check's sibling case
+def _query_or_kv(p: list) -> Which:
+    """Exercise 1.1: only the Query shuffled (``layer(xp, x, x)``), then only the Key and Value together
+    (``layer(x, xp, xp)``); the answer ``{"queries": r_q, "keys": r_k}``, each with ``out == y[:, r]``."""
+    L, inverse, identity = len(p), torch.tensor(p).argsort().tolist(), list(range(len(p)))
+    follows = "输出的第 t 行属于第 t 个 query"
+    weighted = ("输出的每一行是它的 query 对全部 key/value 的加权和；加权和与求和顺序无关，权重跟着 key 一起换，"
+                "key 和 value 一起换顺序，输出一行也不变")
+    queries = ((inverse, f"方向反了（这是 p 的逆）：{follows}，也就是 xp 的第 t 个 token；它是 x 的哪一个 token？"),
+               (identity, f"以为打乱 query 输出不变：{follows}，query 换了位置，它那一行输出也跟着换了位置"),
+               (p[::-1], f"这是把 p 倒过来：r_q 不是倒序；{follows}，也就是 xp 的第 t 个 token"))
+    keys = ((p, f"以为输出跟着 key 的顺序走：{weighted}"),
+            (inverse, f"以为输出跟着 key 的顺序走（这还是 p 的逆）：{weighted}"))
+    hint = f"答案应是 0–{L - 1} 的一个排列（y 的每一行恰好用一次）；"
+    return Which(
+        "1.1", "ch01", "打乱 token 的顺序，输出怎样变",
+        lambda: {key: permuted_rows(tuple(p), key) for key in SHUFFLED}, size=L, ordered=True,
+        setting=f"自注意力 `y = layer(x, x, x)`，x 的形状是 (1, {L}, 4)，没有掩码、没有位置编码；`xp = x[:, p]`，p = {p}。",
+        asks={"queries": Ask(f"只打乱 Query：`{SHUFFLED['queries']}` 等于 `y[:, r_q]`，r_q 是？",
+                             f"{follows}；xp 的第 t 个 token 是 x 的第 p[t] 个，key/value 没动，所以 r_q = p。",
+                             hint + f"{follows}，也就是 xp 的第 t 个 token，它是 x 的哪一个 token？", queries + _one_based(queries, L)),
+              "keys": Ask(f"只打乱 Key 和 Value（一起）：`{SHUFFLED['keys']}` 等于 `y[:, r_k]`，r_k 是？",
+                          f"query 没动；{weighted}，所以 r_k = {identity}。",
+                          hint + "输出的第 t 行用到了哪个 query、哪些 key/value？", keys + _one_based(keys, L))})
+
+
+EXERCISE = _query_or_kv(PERMUTATION)
+RECORDS[EXERCISE.id] = EXERCISE  # what tests and the self-check read; the checker below reads it too
+WARMUP = _all_permuted(WARMUP_PERMUTATION)  # the self-check's sibling case: every input shuffled
+
+
+@checker("ch01", EXERCISE.id, EXERCISE.title)
+def check_permuted_rows(answer):
+    """1.1: ``{"queries": r_q, "keys": r_k}``, each a list/tuple/tensor/array of L row numbers of y; the typical
+    mistakes of the record are named, then a 1-based answer, the length, the range and a repeated row."""
+    answer, truth, L = dict_answer(answer, EXERCISE.keys, '{"queries": [...], "keys": [...]}'), EXERCISE.right(), EXERCISE.size
+    for key, ask in EXERCISE.asks.items():
+        what = f'answer["{key}"]'
+        if isinstance(answer[key], (set, frozenset)):
+            raise Mistake(f"{what} 是一个集合，集合没有顺序；这里第 t 项说的是第 t 行，写成列表 [...]")
+        got = as_index_list(part(answer[key], what), what)
+        if got == truth[key]:
+            continue
+        name = f"{what} = {got}"
+        name_the_match(got, ask.wrongs, prefix=f"{name}：", same=lambda a, b: a == list(b))
+        if got == [n + 1 for n in truth[key]]:
+            raise Mistake(f"{name}：位置编号从 0 开始数（0 到 {L - 1}），你的答案像是从 1 开始数的")
+        if len(got) != L:
+            raise Mistake(f"{name} 有 {len(got)} 个数：要写 {L} 个，输出的每一行一个")
+        if any(n < 0 or n >= L for n in got):
+            raise Mistake(f"{name} 超出了范围：y 只有 {L} 行（0 到 {L - 1}）")
+        repeated = sorted({n for n in got if got.count(n) > 1})
+        if repeated:
+            raise Mistake(f"{name} 不是一个排列：y 的第 {repeated} 行用了不止一次；输出的 {L} 行各不相同，"
+                          f"每一行恰好对应 y 的一行")
+        raise Mistake(f"{name} 不对。提示：{ask.hint}")
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
