@@ -22,7 +22,7 @@ from .answers import as_int, as_number, expect_close, expect_tensor, name_the_ma
 from .guard import SDPA, torch_mha
 from .records import as_names, dict_answer, expect_same_gradients
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
 __all__ = ["check_zeroed_weight", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
 
@@ -467,8 +467,6 @@ def check_my_multihead_attention(cls):
     Forbidden (while constructing and in forward): ``mha``, ``F.scaled_dot_product_attention``,
     ``nn.MultiheadAttention``. The inputs must not change; gradients must reach Q, K, V and the weights.
     """
-    if is_stub(cls):
-        raise NotDone()
     if not isinstance(cls, type):
         raise Mistake(f"请把类本身（例如 MyMultiHeadAttention）交给检查函数，而不是 {type(cls).__name__}")
     _reject_ready_made(cls)
