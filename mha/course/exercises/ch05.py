@@ -20,7 +20,7 @@ from mha.steps import attention_scores, fused_attention, masked_softmax, attenti
 from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
 from .ch01 import positions
 from .gradients import expect_gradients
-from .guard import SDPA, torch_mha
+from .guard import SDPA
 from .records import Ask, Which, predict_which
 from .running import call
 from .verdicts import checker, Mistake
@@ -135,7 +135,7 @@ def _matches(out, candidate) -> bool:
 # (B, h, L, S, d_k, d_v): L != S, d_k != d_v, and sqrt(d_k) != sqrt(d_v), so every width has to be read
 # from the right tensor. The second shape changes every size, so nothing may be hard-coded.
 WEIGHTS_SHAPES = [(2, 3, 4, 6, 5, 7), (3, 2, 3, 5, 8, 2)]
-WEIGHTS_FORBID = (SDPA, torch_mha(), attention, fused_attention, masked_softmax, attention_scores)
+WEIGHTS_FORBID = (SDPA, torch.nn.MultiheadAttention, attention, fused_attention, masked_softmax, attention_scores)
 
 
 def _qkv_dv(B, h, L, S, d_k, d_v, requires_grad=False):

@@ -19,7 +19,7 @@ from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
 from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, part, same
-from .guard import SDPA, torch_mha
+from .guard import SDPA
 from .records import as_names, dict_answer, expect_same_gradients
 from .running import call
 from .verdicts import checker, Mistake
@@ -27,11 +27,9 @@ from .verdicts import checker, Mistake
 __all__ = ["check_zeroed_weight", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
-
-def _LAYER_SHORTCUTS() -> tuple:
-    """What 8.3's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels."""
-    return (SDPA, torch_mha(), MultiHeadAttention, attention, split_heads, merge_heads,
-            attention_scores, project)
+# what 8.3's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels
+LAYER_SHORTCUTS = (SDPA, nn.MultiheadAttention, MultiHeadAttention, attention, split_heads, merge_heads,
+                   attention_scores, project)
 
 
 # ---------------------------------------------------------------- 8.1 (predict an ablation: one Linear's weight set to 0)
@@ -282,7 +280,7 @@ def _reject_ready_made(cls) -> None:
 def _build(cls, d_model, h) -> nn.Module:
     """Construct the student's layer (no shortcuts) and check its four Linears."""
     try:
-        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=_LAYER_SHORTCUTS())
+        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=LAYER_SHORTCUTS)
     except Mistake as m:
         if "before Module.__init__() call" in str(m):
             raise Mistake(f"{m}。提示：__init__ 的第一行要写 super().__init__()，之后才能给 self 挂 nn.Linear") from None
@@ -333,7 +331,7 @@ def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Ten
     """Run the student's forward (no shortcuts, inputs unchanged) and check what comes back;
     ``nan_why`` names a NaN in the output (a case whose mask blocks whole rows)."""
     B, h, L, S, d_model = shape
-    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=_LAYER_SHORTCUTS())
+    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=LAYER_SHORTCUTS)
     if nan_why and isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isnan(out).any():
         raise Mistake(nan_why)
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
@@ -427,7 +425,7 @@ def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
         want, want_w = reference(q, k, v, mask=mask, need_weights=True)
     where = f"（{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}）"
     got = call(student.forward, q.to(dtype), k.to(dtype), v.to(dtype), mask, need_weights=True,
-               what=f"{cls.__name__}.forward(..., need_weights=True)", forbid=_LAYER_SHORTCUTS())
+               what=f"{cls.__name__}.forward(..., need_weights=True)", forbid=LAYER_SHORTCUTS)
     if not (isinstance(got, tuple) and len(got) == 2):
         raise Mistake(f"need_weights=True 时 forward 要返回一个元组 (output, weights)，实际返回的是 {type(got).__name__}"
                       + ("（只有输出：权重没有返回）" if isinstance(got, torch.Tensor) else ""))
