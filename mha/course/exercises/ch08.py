@@ -320,11 +320,14 @@ def _check_forward_signature(layer, cls) -> None:
             raise Mistake(f"{cls.__name__}.{message}") from None
 
 
-def _load(student, reference) -> None:
+def _pair(cls, d_model, h):
+    """The student's layer and the answer key (float64) holding the same weights, and the student's dtype."""
+    student, reference = _build(cls, d_model, h), from_torch(_torch_reference(d_model, h))
     with torch.no_grad():
         for name in LINEARS:
             getattr(student, name).weight.copy_(getattr(reference, name).weight)
             getattr(student, name).bias.copy_(getattr(reference, name).bias)
+    return student, reference, student.W_q.weight.dtype
 
 
 def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Tensor:
@@ -348,10 +351,7 @@ def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Ten
 
 
 def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
-    student = _build(cls, d_model, h)
-    dtype = student.W_q.weight.dtype
-    reference = from_torch(_torch_reference(d_model, h))  # float64, the answer key
-    _load(student, reference)
+    student, reference, dtype = _pair(cls, d_model, h)
     q = torch.randn(B, L, d_model, dtype=torch.float64)
     # self-attention: Q = K = V; every other case: three distinct tensors, so that K and V cannot be swapped unseen
     k, v = (q, q) if kind in ("self", "causal") else (torch.randn(B, S, d_model, dtype=torch.float64) for _ in "kv")
@@ -409,7 +409,7 @@ WEIGHT_CASES = ("cross", "causal", "padding", "blocked")  # the weights of these
 def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
     """``forward(Q, K, V, mask, need_weights=True)`` -> ``(output, weights)``, weights (B, h, L, S): the ones the
     output used (a query that sees no key: all 0), one set per head."""
-    student = _build(cls, d_model, h)
+    student, reference, dtype = _pair(cls, d_model, h)
     try:
         inspect.signature(student.forward).bind(1, 2, 3, None, need_weights=True)
     except TypeError:
@@ -417,9 +417,6 @@ def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
                       "forward(Q, K, V, mask=None, need_weights=False)；need_weights=True 时返回 (输出, 每个头的权重)") from None
     except ValueError:
         pass
-    reference = from_torch(_torch_reference(d_model, h))
-    _load(student, reference)
-    dtype = student.W_q.weight.dtype
     q, k, v = (torch.randn(B, n, d_model, dtype=torch.float64) for n in (L, S, S))
     with torch.no_grad():
         want, want_w = reference(q, k, v, mask=mask, need_weights=True)
@@ -485,10 +482,7 @@ def check_my_multihead_attention(cls):
     # Gradients: a layer that cannot train is wrong. Cross-attention with a padding mask, Q, K, V distinct.
     # The gradient values are compared with the reference's, not only their existence.
     d_model, h, B, L, S = 12, 3, 2, 3, 5
-    student = _build(cls, d_model, h)
-    reference = from_torch(_torch_reference(d_model, h))
-    _load(student, reference)
-    dtype = student.W_q.weight.dtype
+    student, reference, dtype = _pair(cls, d_model, h)
     Q, K, V = (torch.randn(B, n, d_model, dtype=torch.float64) for n in (L, S, S))
     mask = padding_mask_from_lengths([S, 2], S)
     ins = [t.to(dtype).requires_grad_() for t in (Q, K, V)]
@@ -505,13 +499,11 @@ def check_my_multihead_attention(cls):
             _check_weights(cls, kind, d_model, h, B, L, S, _mask(kind, B, L, S))
 
     # The same weights in nn.MultiheadAttention (the notebook's final comparison).
-    torch_ref = _torch_reference(8, 2)
-    student = _build(cls, 8, 2)
-    _load(student, from_torch(torch_ref))
+    student, _, dtype = _pair(cls, 8, 2)
     x = torch.randn(2, 3, 8, dtype=torch.float64)
-    out = _forward(student, cls, (x.to(student.W_q.weight.dtype),) * 3, (2, 2, 3, 3, 8))
+    out = _forward(student, cls, (x.to(dtype),) * 3, (2, 2, 3, 3, 8))
     with torch.no_grad():
-        want = torch_ref(x, x, x)[0]
+        want = _torch_reference(8, 2)(x, x, x)[0]
     expect_close(out, want, "和 nn.MultiheadAttention 的比较")
 
 
