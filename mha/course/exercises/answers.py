@@ -131,10 +131,12 @@ def expect_tensor(x, what: str, nan_hint: str = NAN_HINT) -> torch.Tensor:
     return x
 
 
-def expect_shape(x: torch.Tensor, expected, what: str, hint: str = "") -> None:
-    """The tensor must have exactly ``expected`` shape."""
+def expect_shape(x: torch.Tensor, expected, what: str, hint: str = "", named=()) -> None:
+    """The tensor must have exactly ``expected`` shape; a typical wrong shape in ``named`` ``[(shape or None, why)]``
+    is named by its why."""
     expected = tuple(expected)
     if tuple(x.shape) != expected:
+        name_the_match(tuple(x.shape), named, same=lambda got, wrong: wrong is not None and got == tuple(wrong))
         msg = f"{what} 的形状应该是 {expected}，实际是 {tuple(x.shape)}"
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
 

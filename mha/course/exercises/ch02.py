@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
-from .answers import as_shape, expect_tensor, name_the_match, part, same
+from .answers import as_shape, expect_shape, expect_tensor, name_the_match, part, same
 from .gradients import expect_gradients
 from .records import dict_answer
 from .running import call
@@ -94,14 +94,11 @@ def _check_fixed_build_x(fn):
             emb = embedding(token_ids)  # (B, L, d_model)
         pe = sinusoidal_positional_encoding(L, d_model)  # (L, d_model)
         want = emb + pe  # (B, L, d_model)
-        shape = tuple(out.shape)
-        if shape == (B, L, 2 * d_model):
-            raise Mistake(f"{what} 的形状是 {shape}，应为 {(B, L, d_model)}：你把位置编码拼接（cat）到了嵌入后面；"
-                          "位置编码要逐元素加到嵌入上，宽度不变")
-        if shape == (L, d_model) and B == 1:
-            raise Mistake(f"{what} 的形状是 {shape}，应为 {(B, L, d_model)}：batch 维不见了（别用 squeeze）")
-        if shape != (B, L, d_model):
-            raise Mistake(f"{what} 的形状应该是 {(B, L, d_model)}，实际是 {shape}")
+        expect_shape(out, (B, L, d_model), what, named=[
+            ((B, L, 2 * d_model), f"{what} 的形状是 {(B, L, 2 * d_model)}，应为 {(B, L, d_model)}："
+                                  "你把位置编码拼接（cat）到了嵌入后面；位置编码要逐元素加到嵌入上，宽度不变"),
+            ((L, d_model) if B == 1 else None, f"{what} 的形状是 {(L, d_model)}，应为 {(B, L, d_model)}："
+                                               "batch 维不见了（别用 squeeze）")])
         got = out.detach().to(torch.float32)
         if torch.allclose(got, want, atol=1e-5):
             expect_gradients(out, {"embedding.weight": embedding.weight}, what)  # the embedding must stay trainable
@@ -158,11 +155,9 @@ def check_pe_shift_matrix(fn):
         out = expect_tensor(out, what)
         if not out.is_floating_point():
             raise Mistake(f"{what} 的 dtype 是 {out.dtype}；cos、sin 是小数，要用浮点张量")
-        if tuple(out.shape) == (2, 2):
-            raise Mistake(f"{what} 的形状是 (2, 2)：这只是一对维度的小块；每一对维度 (2m, 2m+1) 有自己的频率，"
-                          f"要把 d_model/2 = {d_model // 2} 个小块放在对角线上，拼成 ({d_model}, {d_model})")
-        if tuple(out.shape) != (d_model, d_model):
-            raise Mistake(f"{what} 的形状应该是 ({d_model}, {d_model})，实际是 {tuple(out.shape)}")
+        expect_shape(out, (d_model, d_model), what, named=[((2, 2), f"{what} 的形状是 (2, 2)：这只是一对维度的小块；"
+                     "每一对维度 (2m, 2m+1) 有自己的频率，"
+                     f"要把 d_model/2 = {d_model // 2} 个小块放在对角线上，拼成 ({d_model}, {d_model})")])
         got = out.detach().double()
         truth = shift_matrix(k, d_model)
         if same(got, truth, atol=1e-5):
@@ -295,10 +290,8 @@ def check_run_stack(fn):
         out = expect_tensor(call(fn, enc_layers, dec_layers, enc_x, dec_x, masks, what="run_stack"), what)
         with torch.no_grad():
             truth = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks)
-        if tuple(out.shape) == (B, S, d_model):
-            raise Mistake(f"{what} 返回的形状是 {(B, S, d_model)}，这是编码器那边的形状；要返回解码器最后一层的输出 {(B, L, d_model)}")
-        if tuple(out.shape) != (B, L, d_model):
-            raise Mistake(f"{what} 的形状应该是 {(B, L, d_model)}，实际是 {tuple(out.shape)}")
+        expect_shape(out, (B, L, d_model), what, named=[
+            ((B, S, d_model), f"{what} 返回的形状是 {(B, S, d_model)}，这是编码器那边的形状；要返回解码器最后一层的输出 {(B, L, d_model)}")])
         got = out.detach().double()
         if torch.allclose(got, truth.double(), atol=1e-5, rtol=1e-4):
             continue

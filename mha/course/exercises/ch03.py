@@ -13,7 +13,7 @@ from torch import nn
 
 from mha.steps import project
 
-from .answers import as_int, expect_close, expect_tensor, name_the_match
+from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match
 from .ch01 import positions
 from .gradients import expect_gradients
 from .guard import LINEAR
@@ -151,10 +151,8 @@ def check_packed_k(fn):
                 raise Mistake(f"{m}。这一组的 in_proj_bias 是 None（没有偏置）：这时只算 x @ W.T") from None
             raise
         got = expect_tensor(out, f"{where} 时的返回值")
-        if tuple(got.shape) == (B, L, 3 * d):
-            raise Mistake(f"{where} 时返回了 {(B, L, 3 * d)}：这是 Q′、K′、V′ 连在一起；只要 K′，d_model = {d} 维")
-        if tuple(got.shape) != (B, L, d):
-            raise Mistake(f"{where} 时返回值的形状应该是 {(B, L, d)}，实际是 {tuple(got.shape)}")
+        expect_shape(got, (B, L, d), f"{where} 时返回值", named=[
+            ((B, L, 3 * d), f"{where} 时返回了 {(B, L, 3 * d)}：这是 Q′、K′、V′ 连在一起；只要 K′，d_model = {d} 维")])
         want = packed_k(x.detach(), W.detach(), None if b is None else b.detach())
         g = got.detach().double()
         if torch.allclose(g, want, atol=1e-6):

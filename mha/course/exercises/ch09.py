@@ -53,10 +53,6 @@ def check_padding_mask(fn):
         B, S = token_ids.shape
         out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(padding_mask, padding_mask_from_lengths)),
                             "你的 padding mask")
-        if tuple(out.shape) == (B, S):
-            raise Mistake(f"形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S) = {(B, S)}。"
-                          "(B, S) 与 scores 的 (B, h, L, S) 按右端对齐广播时，B 会被对到 L 上——"
-                          "B == L 时不报错却悄悄算错；用 [:, None, None, :] 插入两个长度为 1 的轴")
         want, cols = padding_mask(token_ids, pad_id), lambda m: m[:, None, None, :]  # (B, 1, 1, S)
         named = [(~want, "掩码的极性反了：你在 PAD 的位置放了 True。本课约定 True = 可以被关注（真实 token），"
                          "PAD 处应为 False——这和 torch.nn.MultiheadAttention 的 key_padding_mask（True = 忽略）正好相反"),
@@ -69,7 +65,10 @@ def check_padding_mask(fn):
                              f"（这一组 pad_id={pad_id}，输入 {ids}）；真实 token 就是“id 不等于 pad_id”，用 `!=`")
                    for op, m in ((">", token_ids > pad_id), ("<", token_ids < pad_id)) if 0 < int(m.sum()) < m.numel()]]
         check_mask(out, want, "你的 padding mask", named=named, hint="掩码要能广播到 scores 的 (B, h, L, S)：头的轴和 query 的轴都写成 1",
-                   bad_hint=f"位置不对：输入 {ids}，pad_id={pad_id}，应该得到 {want[:, 0, 0].tolist()}")
+                   bad_hint=f"位置不对：输入 {ids}，pad_id={pad_id}，应该得到 {want[:, 0, 0].tolist()}",
+                   shapes=[((B, S), f"形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S) = {(B, S)}。"
+                                    "(B, S) 与 scores 的 (B, h, L, S) 按右端对齐广播时，B 会被对到 L 上——"
+                                    "B == L 时不报错却悄悄算错；用 [:, None, None, :] 插入两个长度为 1 的轴")])
 
 
 # ---------------------------------------------------------------- 9.2 (after attention: average the real tokens only)

@@ -91,9 +91,6 @@ def _check_ours(out, token_ids, pad_id, where) -> torch.Tensor:
     """The first mask, ours: (B, 1, L, L) bool, True = may attend; returns the right one."""
     B, L = token_ids.shape
     out = expect_tensor(out, f"{where}（第一个，mha 的约定）")
-    if tuple(out.shape) == (B, L, L):
-        raise Mistake(f"第一个掩码的形状应该是 (B, 1, L, L) = {(B, 1, L, L)}，你返回的是 (B, L, L)。少了头的轴："
-                      "和 scores 的 (B, h, L, L) 右对齐广播时 B 会被对到 h 上；在第 1 维留一个长度为 1 的轴")
     keep = token_ids != pad_id  # (B, L)
     causal = torch.ones(L, L, dtype=torch.bool).tril()
     pad_cols = keep[:, None, None, :]  # PAD hides a column (key)
@@ -102,7 +99,9 @@ def _check_ours(out, token_ids, pad_id, where) -> torch.Tensor:
     want = pad_cols & causal
     check_mask(out, want, f"{where}（第一个，mha 的约定）",
                hint="(B, 1, 1, L) 的 padding 部分与 (L, L) 的因果部分广播，得到 (B, 1, L, L)",
-               bad_hint="query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD", named=[
+               bad_hint="query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD",
+               shapes=[((B, L, L), f"第一个掩码的形状应该是 (B, 1, L, L) = {(B, 1, L, L)}，你返回的是 (B, L, L)。少了头的轴："
+                                   "和 scores 的 (B, h, L, L) 右对齐广播时 B 会被对到 h 上；在第 1 维留一个长度为 1 的轴")], named=[
         ((token_ids != 0)[:, None, None, :] & causal, "你把 id 0 当成了 PAD；pad_id 不一定是 0，要和参数 pad_id 比较"),
         (by_length[:, None, None, :] & causal, "你按“真实 token 的个数”挡住了后面的位置，好像 PAD 都在句子末尾。"
                                                "PAD 可能在句子中间，要逐个 token 判断是不是 PAD（dec_ids != pad_id）"),
@@ -123,21 +122,17 @@ def _check_theirs(out, ours, n_heads, where) -> None:
     """The second mask, nn.MultiheadAttention's attn_mask: (B·h, L, L) bool, True = not allowed, b·h + i."""
     B, _, L, _ = ours.shape
     what = f"{where}（第二个，{TORCH_WHAT}）"
-    out = expect_tensor(out, what)
-    shape = tuple(out.shape)
-    if shape in ((B, n_heads, L, L), (B, 1, L, L)):
-        raise Mistake(f"{what}是 4 维的 {shape}：nn.MultiheadAttention 的 attn_mask 只收 (L, S) 或 (B·h, L, S) = "
-                      f"{(B * n_heads, L, L)}，每句的每个头各一张，叠在第 0 维")
-    if shape == (B, L, L) and n_heads > 1:
-        raise Mistake(f"{what}的形状是 (B, L, L) = {shape}：少了头。nn.MultiheadAttention 要的是 (B·h, L, L) = "
-                      f"{(B * n_heads, L, L)}，每句的 h 个头各一张（n_heads = {n_heads}）")
-    if shape == (L, L) and B > 1:
-        raise Mistake(f"{what}是一张 (L, L)：它对所有句子都一样，装不下每句不同位置的 PAD；"
-                      f"要给 (B·h, L, L) = {(B * n_heads, L, L)}")
     want = torch_attn_mask(ours, n_heads)
     head_major = ~ours[:, 0].repeat(n_heads, 1, 1)  # index i·B + b
     check_mask(out, want, what, hint="(B·h, L, L)：第 b 句第 i 个头是第 b·h + i 张",
-               bad_hint="True 表示“不许看”：我们的掩码取反", named=[
+               bad_hint="True 表示“不许看”：我们的掩码取反", shapes=[
+        *((shape, f"{what}是 4 维的 {shape}：nn.MultiheadAttention 的 attn_mask 只收 (L, S) 或 (B·h, L, S) = "
+                  f"{(B * n_heads, L, L)}，每句的每个头各一张，叠在第 0 维")
+          for shape in ((B, n_heads, L, L), (B, 1, L, L))),
+        ((B, L, L), f"{what}的形状是 (B, L, L) = {(B, L, L)}：少了头。nn.MultiheadAttention 要的是 (B·h, L, L) = "
+                    f"{(B * n_heads, L, L)}，每句的 h 个头各一张（n_heads = {n_heads}）"),
+        ((L, L) if B > 1 else None, f"{what}是一张 (L, L)：它对所有句子都一样，装不下每句不同位置的 PAD；"
+                                    f"要给 (B·h, L, L) = {(B * n_heads, L, L)}")], named=[
         (~want, "没有取反：nn.MultiheadAttention 的布尔 attn_mask 里 True 表示“不许看”，和 mha 的约定正好相反；"
                 "把第一个掩码取反（~）"),
         (head_major, "顺序错了：nn.MultiheadAttention 把第 b 句第 i 个头放在第 b·h + i 张（句子在外层、头在里层）；"

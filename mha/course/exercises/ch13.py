@@ -78,13 +78,13 @@ def check_pad_numerals(fn):
             raise Mistake(f"ids 有位置不对，例如下标 {tuple(bad)}：输入 {words}、pad_id={pad_id}，应该是 {want_ids.tolist()}")
         if ids.dtype != torch.long:
             raise Mistake(f"ids 的数值对了，但 dtype 是 {ids.dtype}；Embedding 要 torch.long")
-        if tuple(mask.shape) == (B, S):
-            raise Mistake(f"mask 的形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S)。"
-                          "它要和 scores 的 (B, h, L, S) 对齐：用 [:, None, None, :] 插入头和 query 两个轴")
-        if tuple(mask.shape) in ((B, 1, S, 1), (B, S, 1)):
-            raise Mistake("mask 屏蔽的是 key（最后一个轴，列），不是 query：形状应该是 (B, 1, 1, S)")
         hard_coded = [((ids != 0)[:, None, None, :], f"用了 `ids != 0`，把 PAD 的 id 写死成了 0；这一组的 pad_id 是 {pad_id}")]
-        check_mask(mask, want_mask, "mask", hint="padding mask 的形状是 (B, 1, 1, S)", bad_hint="应该是 ids != pad_id", named=[
+        check_mask(mask, want_mask, "mask", hint="padding mask 的形状是 (B, 1, 1, S)", bad_hint="应该是 ids != pad_id",
+                   shapes=[
+            ((B, S), f"mask 的形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S)。"
+                     "它要和 scores 的 (B, h, L, S) 对齐：用 [:, None, None, :] 插入头和 query 两个轴"),
+            *((shape, "mask 屏蔽的是 key（最后一个轴，列），不是 query：形状应该是 (B, 1, 1, S)") for shape in ((B, 1, S, 1), (B, S, 1)))],
+            named=[
             (~want_mask, "你在 PAD 的位置放了 True，极性反了。本课约定 True = 可以看（真实的字），PAD 处为 False"),
             *(hard_coded if pad_id != 0 else [])])
 

@@ -71,12 +71,13 @@ def as_names(value, allowed, what: str) -> frozenset:
     return frozenset(value)
 
 
-def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = "") -> None:
+def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = "", shapes=()) -> None:
     """The family of mask-building exercises: ``out`` (what the student's function returned) must have ``want``'s
-    shape, positions and dtype bool. A wrong mask equal to one of ``named`` ``[(mask, why)]`` is named; an inverted
-    one is called inverted; otherwise the first wrong position is shown."""
+    shape (a shape in ``shapes`` is named, see ``expect_shape``), positions and dtype bool. A wrong mask equal to one
+    of ``named`` ``[(mask, why)]`` is named; an inverted one is called inverted; otherwise the first wrong position
+    is shown."""
     out = expect_tensor(out, where)
-    expect_shape(out, want.shape, where, hint=hint)
+    expect_shape(out, want.shape, where, hint=hint, named=shapes)
     got = out if out.dtype == torch.bool else out.ne(0)
     if torch.equal(got, want):
         if out.dtype != torch.bool:
