@@ -222,12 +222,7 @@ def _name_weights_mistake(out, weights, q, k, v, mask, where):
 def check_attention_weights(fn):
     """``fn(q, k, v, mask=None) -> (output, weights)``: q (B, h, L, d_k), k (B, h, S, d_k), v (B, h, S, d_v);
     mask None or a (B, h, L, S) boolean tensor, True = may attend, with at least one visible key per query.
-    Gradients reach q, k and v with the right values.
-
-    Forbidden (the prompt names them): ``mha.attention`` (alias ``scaled_dot_product_attention``),
-    ``mha.attention_scores``, ``mha.masked_softmax``, ``mha.fused_attention``, torch functions whose name
-    contains ``attention`` and ``nn.MultiheadAttention``.
-    """
+    Gradients reach q, k and v with the right values. Forbidden: :data:`WEIGHTS_FORBID`, as the prompt says."""
     for shape in WEIGHTS_SHAPES:
         B, h, L, S, d_k, d_v = shape
         q, k, v = _qkv_dv(*shape)

@@ -193,10 +193,7 @@ def check_remove_head(fn):
     """``fn(q_in (B, L, d_model), kv (B, S, d_model), layer mha.MultiHeadAttention, i) -> (B, L, d_model)``: the
     output of the cross-attention ``layer(q_in, kv, kv)`` when head i's result is replaced by zeros
     = out − head_i W^O_i (the bias stays); head_i has to be computed (project kv's Values, split, the weights of
-    ``need_weights=True``).
-
-    Nothing is forbidden; the inputs and the layer's parameters must not change; gradients reach q_in and kv.
-    """
+    ``need_weights=True``). Nothing is forbidden; gradients reach q_in and kv."""
     for seed, (B, L, S, d_model, h) in enumerate(REMOVE_CASES):
         layer = _remove_layer(d_model, h, seed)
         d_k = d_model // h

@@ -457,11 +457,8 @@ def check_my_multihead_attention(cls):
     """``cls(d_model, n_heads)`` with Linears ``W_q, W_k, W_v, W_o``; ``forward(Q, K, V, mask=None, need_weights=False)``
     -> (B, L, d_model), with ``need_weights=True`` the tuple ``(output, weights)``, weights (B, h, L, S) per head.
     A query that sees no key gets zero weights, so its output is ``W_o.bias`` (the lecture's -1e9 gives 1/S: named).
-    The lecture's class plus that one fix still fails: it returns no weights (named).
-
-    Forbidden (while constructing and in forward): ``mha``, ``F.scaled_dot_product_attention``,
-    ``nn.MultiheadAttention``. The inputs must not change; gradients must reach Q, K, V and the weights.
-    """
+    The lecture's class plus that one fix still fails: it returns no weights (named). Forbidden:
+    :data:`LAYER_SHORTCUTS`. Gradients must reach Q, K, V and the weights."""
     if not isinstance(cls, type):
         raise Mistake(f"请把类本身（例如 MyMultiHeadAttention）交给检查函数，而不是 {type(cls).__name__}")
     _reject_ready_made(cls)

@@ -40,14 +40,7 @@ PADDING_CASES = [
 
 @checker("ch09", "9.1", "从 token id 构造 padding 掩码")
 def check_padding_mask(fn):
-    """``fn(token_ids (B, S) int64, pad_id int) -> (B, 1, 1, S) bool``, True = real token (may attend).
-
-    Accepted: exactly shape (B, 1, 1, S) and dtype torch.bool. Rejected with a
-    named mistake: a call of ``mha`` (``mha.padding_mask``), inverted polarity
-    (True at PAD), ``>``/``<`` instead of ``!=``, a hard-coded PAD id, shape
-    (B, S) or another layout, 0/1 integers or floats instead of bool, a
-    mutated input.
-    """
+    """``fn(token_ids (B, S) int64, pad_id int) -> (B, 1, 1, S) bool``, True = real token (may attend)."""
     for ids, pad_id in PADDING_CASES:
         token_ids = torch.tensor(ids)
         B, S = token_ids.shape

@@ -45,11 +45,7 @@ def _band(L: int, lo: int, hi: int) -> torch.Tensor:
 
 @checker("ch10", "10.1", "带窗口的因果掩码")
 def check_window_mask(fn):
-    """``fn(L, w) -> (L, L) bool``: query i may see key j iff i - w < j <= i (w keys, itself included).
-
-    Accepted: exactly shape (L, L) and dtype torch.bool, for several (L, w), w >= L included.
-    Forbidden: ``mha.causal_mask`` (and the step that applies it).
-    """
+    """``fn(L, w) -> (L, L) bool``: query i may see key j iff i - w < j <= i (w keys, itself included)."""
     for L, w in WINDOW_CASES:
         out = call(fn, L, w, what="你的窗口掩码函数", forbid=(causal_mask, apply_causal))
         check_mask(out, window_mask(L, w), f"window_mask({L}, {w})", hint="行是 query t，列是 key s：(L, L)", named=[
@@ -145,9 +141,7 @@ def _check_theirs(out, ours, n_heads, where) -> None:
 def check_decoder_mask(fn):
     """``fn(dec_ids (B, L) long, pad_id, n_heads) -> (ours, theirs)``: ``ours`` (B, 1, L, L) bool, query i may see
     key j iff j <= i and token j is not PAD; ``theirs`` the same rule as ``nn.MultiheadAttention``'s attn_mask,
-    (B·h, L, L) bool, True = not allowed, sentence b's head i at b·h + i. Forbidden: the builders
-    ``mha.padding_mask``, ``mha.padding_mask_from_lengths``, ``mha.causal_mask``, the converters
-    ``mha.masks.to_torch_attn_mask``/``to_torch_key_padding_mask`` (and the steps that apply or normalise masks)."""
+    (B·h, L, L) bool, True = not allowed, sentence b's head i at b·h + i, without the mask builders of ``mha``."""
     for (ids, pad_id), n_heads in zip(DECODER_CASES, DECODER_HEADS):
         token_ids = torch.tensor(ids)
         got = call(fn, token_ids, pad_id, n_heads, what="你的掩码函数",

@@ -41,11 +41,8 @@ def _pad_reference(words, vocab, pad_id):
 
 @checker("ch13", "13.1", "把长短不一的中文数字补齐成一批，并做 padding mask")
 def check_pad_numerals(fn):
-    """``fn(words list[str], vocab dict[str, int], pad_id int) -> (ids (B, S) long, mask (B, 1, 1, S) bool)``.
-
-    S is the longest numeral of the batch; PAD goes on the right; True = real character.
-    Refused: calling anything of ``mha`` (``encode_source``, ``padding_mask``).
-    """
+    """``fn(words list[str], vocab dict[str, int], pad_id int) -> (ids (B, S) long, mask (B, 1, 1, S) bool)``:
+    S is the longest numeral of the batch; PAD goes on the right; True = real character."""
     from ..numerals.data import SRC_ID
 
     real = [c for c in SRC_ID if c != "<pad>"]
@@ -272,9 +269,7 @@ def check_continue_prefix(fn):
     ``prefix`` (forced, the same for the batch) followed by what greedy decoding writes after it, up to ``<eos>``.
 
     Must call ``model.encode`` once and ``model.decode_step`` once per token fed (``<bos>``, each prefix
-    character, then each written token), passing back the caches, and stop when every row wrote ``<eos>``.
-    Refused: ``model.translate``, ``model.greedy_ids`` and the package's ``predict``/``exact_match``.
-    """
+    character, then each written token), passing back the caches, and stop when every row wrote ``<eos>``."""
     from ..numerals.data import encode_source
 
     cfg, state = _shipped_state()
@@ -325,13 +320,8 @@ def _reference_zero(concat, head, d_k):
 
 @checker("ch13", "13.3", "写一个去掉某个头的 W_o 前置钩子")
 def check_zero_head_hook(fn):
-    """``fn(head, d_k) -> hook``, ``hook(module, inputs) -> (new_concat,)`` zeroing head ``head``'s d_k columns.
-
-    ``inputs`` is the 1-tuple ``(concat (B, L, d_model),)`` that ``W_o`` receives. The hook must
-    return a new tensor (not change its input). Refused: calling anything of ``mha`` (such as
-    ``mha.course.numerals.ablate_heads``). Also checked end to end: registered with
-    ``layer.W_o.register_forward_pre_hook``, the layer's output equals the reference.
-    """
+    """``fn(head, d_k) -> hook``, ``hook(module, inputs) -> (new_concat,)`` zeroing head ``head``'s d_k columns of
+    the ``(concat (B, L, d_model),)`` that ``W_o`` receives, in a new tensor; also checked end to end on a layer."""
     from mha.layer import MultiHeadAttention
 
     gen = torch.Generator().manual_seed(13)

@@ -137,9 +137,7 @@ def checker(chapter: str, exercise_id: str, title: str):
     """Decorate ``fn(answer) -> None`` (raising :class:`Mistake`/:class:`NotDone`) into a safe checker.
 
     The returned function takes the student's answer (a stub, ``None`` or ``...``, is not done yet) and ``record=True``
-    (reference-solution cells pass ``record=False`` so the summary shows only
-    the student's own attempts).
-    """
+    (reference-solution cells pass ``record=False`` so the summary shows only the student's own attempts)."""
     chapter_entries = _REGISTRY.setdefault(chapter, OrderedDict())
     chapter_entries[exercise_id] = [title, None]
 
