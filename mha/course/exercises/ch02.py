@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from mha.positional import sinusoidal_positional_encoding
-from .answers import as_shape, expect_shape, expect_tensor, name_the_match, part, same
+from .answers import as_shape, expect_close, expect_shape, expect_tensor, name_the_match, part, same
 from .gradients import expect_gradients
 from .records import dict_answer
 from .running import call
@@ -99,22 +99,20 @@ def _check_fixed_build_x(fn):
                                   "你把位置编码拼接（cat）到了嵌入后面；位置编码要逐元素加到嵌入上，宽度不变"),
             ((L, d_model) if B == 1 else None, f"{what} 的形状是 {(L, d_model)}，应为 {(B, L, d_model)}："
                                                "batch 维不见了（别用 squeeze）")])
-        got = out.detach().to(torch.float32)
-        if torch.allclose(got, want, atol=1e-5):
+        if same(out, want, atol=1e-5, rtol=1e-5):
             expect_gradients(out, {"embedding.weight": embedding.weight}, what)  # the embedding must stay trainable
             continue
         pe_by_id = sinusoidal_positional_encoding(vocab, d_model)[token_ids]  # (B, L, d_model)
-        name_the_match(got, [
+        name_the_match(out, [
             (emb, "只有词嵌入，忘了加位置编码；没有位置编码，注意力分不清词的先后顺序"),
             (pe.expand(B, L, d_model), "只有位置编码，忘了词嵌入 embedding(token_ids)；这样每句话的 x 都一样"),
             (emb * pe, "把嵌入和位置编码相乘了；应该相加 x = embedding(token_ids) + PE"),
             (emb * math.sqrt(d_model) + pe, "嵌入乘了 √d_model。原论文确实这样做，但本课的 x 就是嵌入加位置编码，不缩放"),
             (emb + pe_by_id, "按 token id 取了位置编码；位置编码按位置 0, 1, ..., L-1 取，与词是什么无关"),
             (emb + pe.view(L, d_model // 2, 2).flip(-1).reshape(L, d_model), "位置编码里 sin 和 cos 放反了：偶数维 sin，奇数维 cos")],
-            prefix=f"{what}：", same=lambda a, b: torch.allclose(a, b, atol=1e-4))
-        diff = (got - want).abs().max().item()
-        raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）。提示：x = embedding(token_ids) + PE，"
-                      "PE 的形状是 (L, d_model)，会沿 batch 维自动广播")
+            prefix=f"{what}：", same=lambda a, b: same(a, b, atol=1e-4, rtol=1e-5))
+        expect_close(out, want, what, hint="x = embedding(token_ids) + PE，PE 的形状是 (L, d_model)，会沿 batch 维自动广播",
+                     atol=1e-5, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- 2.1 (moving k positions is a rotation: PE[pos + k] = PE[pos] @ M)
@@ -292,12 +290,9 @@ def check_run_stack(fn):
             truth = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks)
         expect_shape(out, (B, L, d_model), what, named=[
             ((B, S, d_model), f"{what} 返回的形状是 {(B, S, d_model)}，这是编码器那边的形状；要返回解码器最后一层的输出 {(B, L, d_model)}")])
-        got = out.detach().double()
-        if torch.allclose(got, truth.double(), atol=1e-5, rtol=1e-4):
+        if same(out, truth):
             continue
         with torch.no_grad():
-            name_the_match(got, ((reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, mistake=m).double(), why)
-                                 for m, why in STACK_MISTAKES.items()),
-                           prefix=f"{what}：", same=lambda a, b: torch.allclose(a, b, atol=1e-5, rtol=1e-4))
-        diff = (got - truth.double()).abs().max().item()
-        raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）：检查每一层三个块的 Q、K、V 和掩码")
+            name_the_match(out, ((reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, mistake=m), why)
+                                 for m, why in STACK_MISTAKES.items()), prefix=f"{what}：", same=same)
+        expect_close(out, truth, what, hint="检查每一层三个块的 Q、K、V 和掩码")

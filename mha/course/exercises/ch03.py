@@ -13,7 +13,7 @@ from torch import nn
 
 from mha.steps import project
 
-from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match
+from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, same
 from .ch01 import positions
 from .gradients import expect_gradients
 from .guard import LINEAR
@@ -153,12 +153,11 @@ def check_packed_k(fn):
         got = expect_tensor(out, f"{where} 时的返回值")
         expect_shape(got, (B, L, d), f"{where} 时返回值", named=[
             ((B, L, 3 * d), f"{where} 时返回了 {(B, L, 3 * d)}：这是 Q′、K′、V′ 连在一起；只要 K′，d_model = {d} 维")])
-        want = packed_k(x.detach(), W.detach(), None if b is None else b.detach())
-        g = got.detach().double()
-        if torch.allclose(g, want, atol=1e-6):
+        args = (x.detach(), W.detach(), None if b is None else b.detach())
+        want = packed_k(*args)
+        if same(got, want, atol=1e-6, rtol=1e-5):
             expect_gradients(got, {"x": x, "in_proj_weight": W}, f"{where} 时的返回值")
             continue
-        name_the_match(g, ((packed_k(x.detach(), W.detach(), None if b is None else b.detach(), **kwargs), why)
-                           for kwargs, why in PACKED_MISTAKES if not (kwargs.get("bias") is False and b is None)),
-                       prefix=f"{where} 时", same=lambda a, b: torch.allclose(a, b, atol=1e-6))
+        name_the_match(got, ((packed_k(*args, **kwargs), why) for kwargs, why in PACKED_MISTAKES),  # none equals want
+                       prefix=f"{where} 时", same=lambda a, b: same(a, b, atol=1e-6, rtol=1e-5))
         expect_close(got, want, f"{where} 时的返回值", hint="K 的 weight 是 in_proj_weight[d_model : 2·d_model]，偏置同理")
