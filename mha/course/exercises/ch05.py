@@ -160,10 +160,6 @@ def _weights_masks(B, h, L, S):
             ("每个头、每个 query 都不同的掩码", mixed)]
 
 
-def _reference_dv(q, k, v, mask):
-    return attention(q, k, v, mask)
-
-
 def _two_tensors(out, where):
     """The answer is ``(output, weights)``: two tensors (plain, finite)."""
     if isinstance(out, torch.Tensor):
@@ -185,7 +181,7 @@ def _call_dv(fn, q, k, v, mask):
 def _name_weights_mistake(out, weights, q, k, v, mask, where):
     """Name the typical mistakes, judged on the weights (and the output) of one case."""
     d_k, d_v = q.size(-1), v.size(-1)
-    ref_out, ref_w = _reference_dv(q, k, v, mask)
+    ref_out, ref_w = attention(q, k, v, mask)
     if weights.shape == ref_out.shape and out.shape == ref_w.shape and ref_w.shape != ref_out.shape:
         raise Mistake(f"{where}：output 和 weights 的顺序反了：先返回 output {tuple(ref_out.shape)}，再返回 weights {tuple(ref_w.shape)}")
     expect_shape(weights, ref_w.shape, f"{where}的 weights", hint="(B, h, L, S)：每个 query 一行，每个 key 一列")
@@ -231,7 +227,7 @@ def check_attention_weights(fn):
             got = _call_dv(fn, q, k, v, mask)
             out, weights = _two_tensors(got, where)
             _name_weights_mistake(out, weights, q, k, v, mask, where)
-            ref_out, ref_w = _reference_dv(q, k, v, mask)
+            ref_out, ref_w = attention(q, k, v, mask)
             expect_close(weights, ref_w, f"{where}的 weights", hint="softmax(Q Kᵀ / √d_k)，被挡住的位置恰好是 0")
             expect_close(out, ref_out, f"{where}的 output", hint="output = weights @ V")
 
@@ -241,7 +237,7 @@ def check_attention_weights(fn):
     mask = _weights_masks(*shape[:4])[-1][1]  # different for every head and query
     where = "q、k、v 需要梯度时"
     out, weights = _two_tensors(_call_dv(fn, q, k, v, mask), where)
-    ref_out, ref_w = _reference_dv(q, k, v, mask)
+    ref_out, ref_w = attention(q, k, v, mask)
     expect_close(out, ref_out, f"{where}的 output")
     expect_gradients(out, {"q": q, "k": k, "v": v}, "你的 attention 函数的 output")
     g_out, g_w = torch.randn_like(ref_out), torch.randn_like(ref_w)
