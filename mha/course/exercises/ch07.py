@@ -180,7 +180,7 @@ def _heads_from(layer, q_in, kv, values):
     return weights @ split_heads(values, layer.n_heads)  # (B, h, L, d_k)
 
 
-def _remove_reference(layer, q_in, kv, i):
+def head_removed(layer, q_in, kv, i):
     """The output when head i's result is replaced by zeros: W_o(concat with head i zeroed)."""
     heads = _heads_from(layer, q_in, kv, layer.W_v(kv))
     keep = torch.ones(layer.n_heads, 1, 1)
@@ -205,7 +205,7 @@ def check_remove_head(fn):
             expect_shape(got, (B, L, d_model), f"{where} 时的返回值",
                          hint="关掉一个头，输出的形状不变：(B, L, d_model)，长度跟着 Query 走")
             with torch.no_grad():
-                want = _remove_reference(layer, q_in, kv, i)
+                want = head_removed(layer, q_in, kv, i)
                 out = layer(q_in, kv, kv)
                 W_O, bias = layer.W_o.weight.T, layer.W_o.bias  # W^O of the formula   (d_model, d_model)
                 head_i = _heads_from(layer, q_in, kv, layer.W_v(kv))[:, i]  # (B, L, d_k)
@@ -228,7 +228,7 @@ def check_remove_head(fn):
                     *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是关掉它之后的输出 out − head_i W^O_i")
                       for c in (head_i @ rows(i), head_i @ rows(i) + bias)),
                     (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
-                    (_remove_reference(layer, q_in, q_in, i), "算成了 q_in 自己的自注意力：交叉注意力里 Key 和 Value 都来自 kv，"
+                    (head_removed(layer, q_in, q_in, i), "算成了 q_in 自己的自注意力：交叉注意力里 Key 和 Value 都来自 kv，"
                                                              "要调用 layer(q_in, kv, kv)"),
                     (minus(head_i, layer.W_o.weight[i * d_k:(i + 1) * d_k]),
                      "用的是 W_o.weight 的第 [i·d_k, (i+1)·d_k) 行：nn.Linear 存的是转置，W^O = W_o.weight.T，"
@@ -240,5 +240,5 @@ def check_remove_head(fn):
                 raise Mistake(f"{where} 时结果不对：先算出头 i 的结果 head_i（layer(q_in, kv, kv, need_weights=True) 给出每个头的权重，"
                               "乘上 split_heads(W_v(kv)) 的第 i 个头），输出 = Σ_j head_j W^O_j + b^O，关掉头 i 就是减去 head_i W^O_i")
             q_ref, kv_ref = (t.clone().requires_grad_() for t in (q_in, kv))
-            expect_same_gradients(got, _remove_reference(layer, q_ref, kv_ref, i), {"q_in": q_arg, "kv": kv_arg}, [q_ref, kv_ref],
+            expect_same_gradients(got, head_removed(layer, q_ref, kv_ref, i), {"q_in": q_arg, "kv": kv_arg}, [q_ref, kv_ref],
                                   f"{where} 时的返回值", hint="前向里有没有 .detach()、torch.no_grad()，或者把中间结果复制成了常数？")

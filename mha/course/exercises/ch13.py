@@ -14,6 +14,7 @@ import functools
 import torch
 
 from .answers import as_parts, expect_close, expect_shape, expect_tensor
+from .ch07 import head_removed
 from .records import check_mask
 from .running import call
 from .verdicts import checker, exception_text, is_stub, Mistake, NotDone
@@ -372,9 +373,5 @@ def check_zero_head_hook(fn):
             raise Mistake(f"挂上钩子之后层的前向出错：{exception_text(e)}") from None
         finally:
             handle.remove()
-        _, weights = layer(x, x, x, need_weights=True)
-        heads = weights @ layer.W_v(x).view(2, 3, n_heads, d_k).transpose(1, 2)  # (B, h, L, d_k)
-        heads[:, head] = 0
-        expected = layer.W_o(heads.transpose(1, 2).reshape(2, 3, d_model))  # (B, L, d_model)
-        expect_close(got.detach(), expected.detach(), "挂上钩子之后层的输出",
+        expect_close(got.detach(), head_removed(layer, x, x, head).detach(), "挂上钩子之后层的输出",
                      hint="钩子要返回改好的输入（一个 tuple 或张量）；返回 None 表示“不改”")
