@@ -13,8 +13,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .answers import as_int, name_the_match
-from .records import Ask, Which, as_index_list, predict_which  # noqa: F401 (as_index_list: chapter 10 reads it here)
+from mha.layer import MultiHeadAttention
+from mha.masks import causal_mask
+from .answers import as_int, name_the_match, plain
+from .records import Ask, Which, predict_which
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -27,7 +29,6 @@ def positions(moved: torch.Tensor) -> list[int]:
 
 
 def _layer(d_model: int = 4):
-    from mha.layer import MultiHeadAttention
     return MultiHeadAttention(d_model, 2).eval()
 
 
@@ -148,9 +149,6 @@ def _position_cases():
     * ``-2 * x``: every change is negative, so a comparison without ``.abs()`` misses it;
     * token k already all 1: "set token k to 1" changes nothing.
     """
-    from mha.layer import MultiHeadAttention
-    from mha.masks import causal_mask
-
     cases = []
     for B, L, d_model, k in [(1, 6, 4, 2), (3, 5, 8, 0), (2, 7, 6, 6)]:
         linear = nn.Linear(d_model, d_model)
@@ -247,7 +245,6 @@ def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
         value = torch.tensor([[as_flag(v, what) for v in r] for r in rows], dtype=torch.bool).reshape(L, L)
     if not isinstance(value, torch.Tensor):
         raise Mistake(f"{what} 应该是 {L}×{L} 的 True/False 矩阵（张量或由 {L} 行组成的 list），却是 {type(value).__name__}")
-    from .answers import plain
     value = plain(value).detach()
     if value.is_complex() or value.dtype.is_floating_point and not torch.isfinite(value).all():
         raise Mistake(f"{what} 里有复数、NaN 或 inf；要的是 True/False（或 0/1）")

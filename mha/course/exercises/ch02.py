@@ -13,6 +13,7 @@ import math
 import numpy as np
 import torch
 
+from mha.layer import MultiHeadAttention
 from mha.positional import sinusoidal_positional_encoding
 from .answers import as_shape, expect_close, expect_shape, expect_tensor, name_the_match, part, same
 from .gradients import expect_gradients
@@ -243,8 +244,6 @@ class ResidualBlock(torch.nn.Module):
     def __init__(self, d_model: int, n_heads: int = 2, role: str = "encoder"):
         super().__init__()
         self.role = role
-        from mha.layer import MultiHeadAttention
-
         self.attn = MultiHeadAttention(d_model, n_heads).eval()
         with torch.no_grad():  # sharper weights than an untrained layer's near-uniform ones
             self.attn.W_q.weight.mul_(SHARP)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mha.layer import MultiHeadAttention
 from mha.steps import project
-
 from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, same
 from .ch01 import positions
 from .gradients import expect_gradients
@@ -31,7 +31,6 @@ AT, WARMUP_AT = (1, 2, 4), (0, 3, 1)  # Q'[b, t, j]: of a d_model = 6 layer, x (
 def gradient_reach(d_model: int = 6, at=AT, L: int = 3) -> dict:
     """Which rows and columns of ``W_q.weight`` and which tokens of ``x[at[0]]`` get a non-zero gradient from
     ``loss = W_q(x)[at]``, by running autograd on the course's layer."""
-    from mha.layer import MultiHeadAttention
     layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, L, d_model, requires_grad=True)
     with torch.enable_grad():
         g_w, g_x = (g != 0 for g in torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x)))  # (out, in), (B, L, d)

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mha.layer import MultiHeadAttention
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, part
 from .ch01 import positions
@@ -35,7 +36,6 @@ def heads_that_move(w_at, x_at, head, cut) -> dict:
     """By running W_q and :func:`mha.split_heads` (sentence 0): the heads that move when 1 is added to
     ``W_q.weight[w_at]``, the tokens of ``head`` that move when 1 is added to ``x[0, x_at]``, and the heads of
     token ``cut[0]`` that move when 1 is added to ``Q'[0, cut[0], cut[1]:cut[2]]``."""
-    from mha.layer import MultiHeadAttention
     layer, x = MultiHeadAttention(D, H), torch.randn(2, L, D)
     with torch.no_grad():
         q = layer.W_q(x)  # (B, L, d_model)
