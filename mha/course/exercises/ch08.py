@@ -302,20 +302,21 @@ def _build(cls, d_model, h) -> nn.Module:
         dtypes.add(linear.weight.dtype)
     if len(dtypes) > 1 or not dtypes <= {torch.float32, torch.float64}:
         raise Mistake(f"W_q, W_k, W_v, W_o 的 dtype 应该都是 float32（nn.Linear 的默认），实际是 {sorted(map(str, dtypes))}")
-    _check_forward_signature(layer, cls)
+    _check_forward_signature(layer, cls, [
+        ((1, 2, 3, 4), "forward 要接受 4 个参数 forward(Q, K, V, mask=None)：检查会把掩码作为第 4 个参数传进去"),
+        ((1, 2, 3), "forward 的 mask 要有默认值 None：forward(Q, K, V, mask=None)，不传 mask 就是不加掩码")])
     return layer.eval()  # no dropout while comparing
 
 
-def _check_forward_signature(layer, cls) -> None:
-    """``forward(Q, K, V, mask=None)``: four positional arguments, the mask optional."""
+def _check_forward_signature(layer, cls, calls, **kwargs) -> None:
+    """``layer.forward`` must accept each of ``calls`` ``[(positional arguments, why not)]`` (and ``kwargs``)."""
     try:
         signature = inspect.signature(layer.forward)
     except (TypeError, ValueError):
         return
-    for n_args, message in ((4, "forward 要接受 4 个参数 forward(Q, K, V, mask=None)：检查会把掩码作为第 4 个参数传进去"),
-                            (3, "forward 的 mask 要有默认值 None：forward(Q, K, V, mask=None)，不传 mask 就是不加掩码")):
+    for args, message in calls:
         try:
-            signature.bind(*range(n_args))
+            signature.bind(*args, **kwargs)
         except TypeError:
             raise Mistake(f"{cls.__name__}.{message}") from None
 
@@ -410,13 +411,9 @@ def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
     """``forward(Q, K, V, mask, need_weights=True)`` -> ``(output, weights)``, weights (B, h, L, S): the ones the
     output used (a query that sees no key: all 0), one set per head."""
     student, reference, dtype = _pair(cls, d_model, h)
-    try:
-        inspect.signature(student.forward).bind(1, 2, 3, None, need_weights=True)
-    except TypeError:
-        raise Mistake(f"{cls.__name__}.forward 还要接受参数 need_weights=False："
-                      "forward(Q, K, V, mask=None, need_weights=False)；need_weights=True 时返回 (输出, 每个头的权重)") from None
-    except ValueError:
-        pass
+    _check_forward_signature(student, cls, [((1, 2, 3, None), "forward 还要接受参数 need_weights=False：forward(Q, K, V, "
+                                              "mask=None, need_weights=False)；need_weights=True 时返回 (输出, 每个头的权重)")],
+                             need_weights=True)
     q, k, v = (torch.randn(B, n, d_model, dtype=torch.float64) for n in (L, S, S))
     with torch.no_grad():
         want, want_w = reference(q, k, v, mask=mask, need_weights=True)
