@@ -182,7 +182,7 @@ def check_packed_from_heads(fn):
     for d_model, n_heads, d_k in PACKED_CASES:
         triples = _triples(d_model, n_heads, d_k)
         where = f"{n_heads} 个头、每个头三个 nn.Linear({d_model}, {d_k}) 时"
-        packed = part(call(fn, [tuple(t) for t in triples], what="你的函数"), "你的函数的返回值")
+        packed = call(fn, [tuple(t) for t in triples], what="你的函数")  # never None nor ...: call() says so
         W, b = _stacked_linear(packed, where, 3 * n_heads, d_k, d_model, "打包的 Linear", "3·h·d_k")
         x = torch.randn(2, 3, d_model)
         with torch.no_grad():
