@@ -114,9 +114,9 @@ def is_plain_tensor(x) -> bool:
 NAN_HINT = "检查除法、softmax 和掩码（被屏蔽的位置要在 softmax 之前填入很小的数）"
 
 
-def expect_tensor(x, what: str, nan_hint: str = NAN_HINT) -> torch.Tensor:
-    """The answer must be a tensor with finite values (``nan_hint`` says where a NaN may come from); it comes
-    back as a plain tensor."""
+def expect_tensor(x, what: str, nan_hint: str = NAN_HINT, floating=False) -> torch.Tensor:
+    """The answer must be a tensor with finite values (``nan_hint`` says where a NaN may come from), of a floating
+    dtype if ``floating`` (a str: why); it comes back as a plain tensor."""
     if is_stub(x):
         raise NotDone()
     if isinstance(x, tuple) and x and isinstance(x[0], torch.Tensor):
@@ -124,6 +124,9 @@ def expect_tensor(x, what: str, nan_hint: str = NAN_HINT) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise Mistake(f"{what} 应该是 torch.Tensor，却是 {type_name(x)}")
     x = plain(x)
+    if floating and not x.is_floating_point():
+        why = f"：{floating}" if isinstance(floating, str) else ""
+        raise Mistake(f"{what} 的 dtype 应该是浮点数（例如 torch.float32），实际是 {x.dtype}{why}")
     if x.is_floating_point() and not torch.isfinite(x).all():
         raise Mistake(f"{what} 里出现了 NaN 或 inf；{nan_hint}")
     return x

@@ -88,9 +88,8 @@ def _check_fixed_build_x(fn):
         token_ids = torch.randint(0, vocab, (B, L))
         token_ids[0, 0] = vocab - 1  # a large id, so "PE indexed by token id" cannot hide
         what = f"build_x(token_ids {tuple(token_ids.shape)}, Embedding({vocab}, {d_model}))"
-        out = expect_tensor(call(fn, token_ids, embedding, what="build_x"), what)  # changing an input is named
-        if not out.is_floating_point():
-            raise Mistake(f"{what} 的 dtype 是 {out.dtype}；词嵌入加位置编码是小数，应该是浮点张量")
+        out = expect_tensor(call(fn, token_ids, embedding, what="build_x"), what,  # changing an input is named
+                            floating="词嵌入加位置编码是小数，应该是浮点张量")
         with torch.no_grad():
             emb = embedding(token_ids)  # (B, L, d_model)
         pe = sinusoidal_positional_encoding(L, d_model)  # (L, d_model)
@@ -151,9 +150,7 @@ def check_pe_shift_matrix(fn):
                    shortcut_hint="这道题要你用三角公式写出 M，而不是从位置编码表里拟合（最小二乘、求逆、解方程）")
         if isinstance(out, np.ndarray) and out.dtype.kind in "iuf":  # numpy's cos and sin are as good
             out = torch.from_numpy(out.copy())
-        out = expect_tensor(out, what)
-        if not out.is_floating_point():
-            raise Mistake(f"{what} 的 dtype 是 {out.dtype}；cos、sin 是小数，要用浮点张量")
+        out = expect_tensor(out, what, floating="cos、sin 是小数，要用浮点张量")
         expect_shape(out, (d_model, d_model), what, named=[((2, 2), f"{what} 的形状是 (2, 2)：这只是一对维度的小块；"
                      "每一对维度 (2m, 2m+1) 有自己的频率，"
                      f"要把 d_model/2 = {d_model // 2} 个小块放在对角线上，拼成 ({d_model}, {d_model})")])

@@ -22,13 +22,6 @@ from .verdicts import checker, Mistake
 __all__ = ["check_head_matrix", "check_changed_outputs", "check_remove_head"]
 
 
-def _float_tensor(out, what: str) -> torch.Tensor:
-    out = expect_tensor(out, what)
-    if not out.is_floating_point():
-        raise Mistake(f"{what} 的 dtype 应该是浮点数（例如 torch.float32），实际是 {out.dtype}")
-    return out
-
-
 _matches = functools.partial(same, atol=1e-4)
 
 
@@ -78,7 +71,8 @@ def check_head_matrix(answer):
         for i in sorted({0, h - 1}, reverse=True):  # the last head first: i - 1 (counted from 1) is a head there
             where = f"d_model={d}、n_heads={h}、i={i} 时"
             try:
-                got = _float_tensor(call(answer["matrix"], layer, i, what='answer["matrix"]'), f"{where}的返回值")
+                got = call(answer["matrix"], layer, i, what='answer["matrix"]')
+                got = expect_tensor(got, f"{where}的返回值", floating=True)
             except Mistake as m:
                 if "运行时抛出了" in str(m) and ("shape" in str(m) or "size" in str(m)):
                     raise Mistake(f"{where}，{m}。提示：检查传进来的 layer 不是正文 512 维的层；形状和权重都要从参数 layer 读"
@@ -201,7 +195,7 @@ def check_remove_head(fn):
         for i in sorted({0, h // 2, h - 1}):
             where = f"L={L}、S={S}、d_model={d_model}、n_heads={h}、i={i}"
             q_arg, kv_arg = q_in.clone().requires_grad_(), kv.clone().requires_grad_()
-            got = _float_tensor(call(fn, q_arg, kv_arg, layer, i, what="你的函数"), f"{where} 时的返回值")
+            got = expect_tensor(call(fn, q_arg, kv_arg, layer, i), f"{where} 时的返回值", floating=True)
             expect_shape(got, (B, L, d_model), f"{where} 时的返回值",
                          hint="关掉一个头，输出的形状不变：(B, L, d_model)，长度跟着 Query 走")
             with torch.no_grad():

@@ -343,9 +343,7 @@ def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Ten
             raise Mistake("forward 返回了 (weights, ...)：need_weights=False（默认）时只返回输出张量 (B, L, d_model)")
         raise Mistake("need_weights=False（默认）时 forward 只返回输出张量 (B, L, d_model)，"
                       "(output, weights) 元组只在 need_weights=True 时返回")
-    out = expect_tensor(out, "forward 的返回值")
-    if not out.is_floating_point():
-        raise Mistake(f"forward 的返回值的 dtype 应该是浮点数，实际是 {out.dtype}")
+    out = expect_tensor(out, "forward 的返回值", floating=True)
     if tuple(out.shape) == (B, h, L, S):
         raise Mistake(f"forward 返回的是注意力权重 (B, h, L, S) = {(B, h, L, S)}，应该返回输出 (B, L, d_model)")
     return out
