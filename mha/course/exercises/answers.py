@@ -72,8 +72,9 @@ def as_number(value, what: str) -> float:
 MAX_DIMS = 64  # more items than any tensor has dimensions
 
 
-def as_shape(value, what: str) -> tuple:
-    """A shape: a tuple, list or ``torch.Size`` of integers (see :func:`as_int`)."""
+def as_shape(value, what: str, n: int = 0, most: int = 0, expected: str = "") -> tuple:
+    """A shape: a tuple, list or ``torch.Size`` of integers (see :func:`as_int`); with ``n``, a shape the student
+    names (``expected``, "(B, L)"): ``n`` sizes from 1 to ``most``."""
     value = part(value, what)
     if isinstance(value, torch.Tensor):
         raise Mistake(f"{what} 要写成一个 tuple，例如 (1, 2, 3)，而不是张量；可以用 tuple(t.shape)")
@@ -83,7 +84,10 @@ def as_shape(value, what: str) -> tuple:
         raise Mistake(f"{what} 要写成一个 tuple，例如 (1, 2, 3)，却收到了 {describe(value)}")
     if len(value) > MAX_DIMS:  # checked before looking at every item: a list of a million numbers is no shape
         raise Mistake(f"{what} 有 {len(value)} 项，不像一个形状：形状里每一维一个数，例如 (1, 2, 3)")
-    return tuple(as_int(n, f"{what} 的第 {i + 1} 项") for i, n in enumerate(value))
+    shape = tuple(as_int(size, f"{what} 的第 {i + 1} 项") for i, size in enumerate(value))
+    if n and (len(shape) != n or min(shape) < 1 or max(shape) > most):
+        raise Mistake(f"{what} 应该是 {expected}，{'两三四'[n - 2]}个 1 到 {most} 之间的整数，却是 {shape}")
+    return shape
 
 
 def plain(x: torch.Tensor) -> torch.Tensor:

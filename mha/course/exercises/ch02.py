@@ -45,19 +45,12 @@ def _run_buggy(B: int, L: int):
     return False, got.shape != right.shape or not torch.allclose(got, right)
 
 
-def _batch_shape(value, what: str) -> tuple:
-    shape = as_shape(value, what)
-    if len(shape) != 2 or min(shape) < 1 or max(shape) > 64:
-        raise Mistake(f"{what} 应该是 token_ids 的形状 (B, L)，两个 1 到 64 之间的整数，却是 {shape}")
-    return shape
-
-
 @checker("ch02", "2.2", "找 bug：位置编码用了 batch 的大小")
 def check_pe_bug(answer):
     """``answer = {"crashes": (B, L), "silently_wrong": (B, L), "fixed": build_x}``: a batch shape on which
     :func:`build_x_buggy` raises, one on which it runs but returns a wrong x, and the fixed function."""
     dict_answer(answer, ("crashes", "silently_wrong", "fixed"), '{"crashes": (B, L), "silently_wrong": (B, L), "fixed": 函数}')
-    crash_shape = _batch_shape(part(answer["crashes"], 'answer["crashes"]'), 'answer["crashes"]')
+    crash_shape = as_shape(answer["crashes"], 'answer["crashes"]', 2, 64, "token_ids 的形状 (B, L)")
     if crash_shape[0] == 2:
         raise Mistake(f'answer["crashes"] = {crash_shape}：B = 2 正是本章例子的批大小，题目说过它会报错；'
                       "要找一个 B ≠ 2 也报错的形状：(B, d_model) 的表加到 (B, L, d_model) 上，什么时候广播不了？")
@@ -67,7 +60,7 @@ def check_pe_bug(answer):
         why = "B == L 时两张表一样大，结果碰巧是对的" if B == L else "B = 1 时 (1, d_model) 的表会广播到每个位置"
         raise Mistake(f'answer["crashes"] = {crash_shape}：build_x_buggy 在这个形状上没有报错（{why}）；'
                       "(B, d_model) 的表加到 (B, L, d_model) 上，什么时候广播不了？")
-    wrong_shape = _batch_shape(part(answer["silently_wrong"], 'answer["silently_wrong"]'), 'answer["silently_wrong"]')
+    wrong_shape = as_shape(answer["silently_wrong"], 'answer["silently_wrong"]', 2, 64, "token_ids 的形状 (B, L)")
     raised, wrong = _run_buggy(*wrong_shape)
     if raised:
         raise Mistake(f'answer["silently_wrong"] = {wrong_shape}：build_x_buggy 在这个形状上报错了；要找的是不报错、却悄悄算错的形状')

@@ -108,9 +108,7 @@ def check_split_bug_repair(answer):
     :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
     split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
     dict_answer(answer, ("right_anyway", "repair"), '{"right_anyway": (B, L, d_model, n_heads), "repair": 函数}')
-    shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
-    if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
-        raise Mistake(f'answer["right_anyway"] 应该是 (B, L, d_model, n_heads)，四个 1 到 512 之间的整数，却是 {shape}')
+    shape = as_shape(answer["right_anyway"], 'answer["right_anyway"]', 4, 512, "(B, L, d_model, n_heads)")
     B, L, d_model, n_heads = shape
     if d_model % n_heads:
         raise Mistake(f'answer["right_anyway"] = {shape}：n_heads = {n_heads} 要整除 d_model = {d_model}')
