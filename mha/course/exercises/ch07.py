@@ -14,7 +14,7 @@ from torch import nn
 
 from mha.layer import MultiHeadAttention
 from mha.steps import merge_heads, split_heads
-from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, part, same
+from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, same
 from .records import dict_answer, expect_same_gradients
 from .running import call
 from .verdicts import checker, Mistake
@@ -85,7 +85,7 @@ def check_head_matrix(answer):
                 expect_close(got, want, f"{where}的矩阵", hint="拿单位矩阵验证：torch.eye(d_model) 的每一行当作一个 x，"
                              "经过 W_v（不加偏置）、只留下头 i、再经过 W_o（不加偏置），得到的正是 M_i")
     d, h = RANK_QUESTION["d_model"], RANK_QUESTION["n_heads"]
-    rank = as_int(part(answer["max_rank"], 'answer["max_rank"]'), 'answer["max_rank"]')
+    rank = as_int(answer["max_rank"], 'answer["max_rank"]')
     truth = int(torch.linalg.matrix_rank(head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
     why = {d: f"{d} 是满秩：可 M = W^V_i W^O_i 中间只经过 d_k = {d // h} 维，乘积的秩不会超过这个宽度",
            h: f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制", (d // h) ** 2: "秩是线性无关的行（列）数，不超过 d_k，不是 d_k²"}

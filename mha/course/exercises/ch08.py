@@ -18,7 +18,7 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, part, same
+from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, same
 from .guard import SDPA
 from .records import as_names, dict_answer, expect_same_gradients
 from .running import call
@@ -518,13 +518,13 @@ def check_scale_bug(answer):
     differ from the right ones when n_heads = 8."""
     dict_answer(answer, ("right_anyway_heads", "factor"), '{"right_anyway_heads": 整数, "factor": 数}')
     d, h = SCALE_QUESTION["d_model"], SCALE_QUESTION["n_heads"]
-    heads = as_int(part(answer["right_anyway_heads"], 'answer["right_anyway_heads"]'), 'answer["right_anyway_heads"]')
+    heads = as_int(answer["right_anyway_heads"], 'answer["right_anyway_heads"]')
     if heads < 1 or d % heads:
         raise Mistake(f'answer["right_anyway_heads"] = {heads}：头数要能整除 d_model = {d}')
     if abs(_scores_ratio(d, heads) - 1) > 1e-9:
         raise Mistake(f'answer["right_anyway_heads"] = {heads} 时 d_k = {d // heads} ≠ d_model，两种缩放不一样；'
                       "什么时候 d_k = d_model / n_heads 正好等于 d_model？")
-    factor = as_number(part(answer["factor"], 'answer["factor"]'), 'answer["factor"]')
+    factor = as_number(answer["factor"], 'answer["factor"]')
     want = _scores_ratio(d, h)
     if abs(factor - want) <= 0.01 * want:
         return
