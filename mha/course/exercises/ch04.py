@@ -6,8 +6,6 @@
   on which it is right anyway, then rescue the right heads from the buggy result alone.
 * 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
   Linear laid out as ``nn.MultiheadAttention``'s in_proj: all heads' Q rows, then K, then V.
-
-The answer keys come from :func:`mha.split_heads` itself.
 """
 from __future__ import annotations
 

@@ -5,8 +5,6 @@
 * 6.2 a bug hunt: a merge_heads without its transpose; which properties fail (computed on the buggy
   function), and the fix;
 * 6.3 swap two heads inside the concatenated tensor (slices of the last axis, without changing the input).
-
-The answer keys come from :func:`mha.merge_heads` and :func:`mha.split_heads` themselves.
 """
 from __future__ import annotations
 

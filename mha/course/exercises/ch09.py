@@ -4,10 +4,6 @@
 * 9.2 after attention: each sentence's mean over its real tokens only (PAD anywhere),
 * 9.3 predict which rows of the weights and of the output change when only PAD's word vector changes,
 * 9.4 predict how many attention weights are exactly 0 after padding.
-
-The answer keys come from the course package itself (:func:`mha.padding_mask`, the steps of
-:mod:`mha.steps`), computed by the checker, never by the student's code: the student's code
-runs under :func:`call`, which forbids the shortcuts each prompt rules out.
 """
 from __future__ import annotations
 

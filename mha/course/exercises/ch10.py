@@ -5,9 +5,6 @@
   conventions: ours (B, 1, L, L), True = may attend, and nn.MultiheadAttention's (B·h, L, L), True = not allowed,
 * 10.3 predict which row of a (B, S) mask masks scores[b, i, t] when it is handed over as (B, S) or (B, 1, S),
 * 10.4 a KV-cache step: where the causal mask is aligned.
-
-The answer keys come from the course package (:mod:`mha.masks`, :mod:`mha.steps`), computed by
-the checker; the student's code runs under :func:`call`, which forbids the shortcuts.
 """
 from __future__ import annotations
 

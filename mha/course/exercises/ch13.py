@@ -3,9 +3,6 @@
 * 13.1 pad a batch of numerals of different lengths and build its padding mask,
 * 13.2 force the first digits (a prefix) into the KV cache, then let the model go on greedily,
 * 13.3 a forward pre-hook on ``W_o`` that ablates (zeroes) one head.
-
-Answer keys come from the course package (``mha.course.numerals``), computed by the checker; the
-student's code runs under :func:`call`, and the shortcuts each prompt rules out are refused.
 """
 from __future__ import annotations
 
