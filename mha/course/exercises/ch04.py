@@ -124,20 +124,21 @@ REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L !
 
 
 # ---------------------------------------------------------------- 4.3 (lecture 003's qnet/knet/vnet per head -> one packed Linear)
-def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name: str, rows: str):
-    """The Linear that stacks ``n_small`` small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
+def _packed_linear(lin, where: str, n_small: int, d_k: int, d_model: int):
+    """The Linear that stacks ``n_small`` = 3·h small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
     if not isinstance(lin, nn.Linear):
         raise Mistake(f"{where}应该返回一个 nn.Linear，却返回了 {type(lin).__name__}")
     W, b = lin.weight, lin.bias
-    if tuple(W.shape) == (d_k, n_small * d_model) and n_small > 1:
-        raise Mistake(f"{where}{name} 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
+    if tuple(W.shape) == (d_k, n_small * d_model):
+        raise Mistake(f"{where}打包的 Linear 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
                       "weight 是 (out, in)，每个小 Linear 贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
     if tuple(W.shape) != (n_small * d_k, d_model):
-        raise Mistake(f"{where}{name} 的 weight 形状应为 ({rows}, d_model) = {(n_small * d_k, d_model)}，实际是 {tuple(W.shape)}")
+        raise Mistake(f"{where}打包的 Linear 的 weight 形状应为 (3·h·d_k, d_model) = {(n_small * d_k, d_model)}，"
+                      f"实际是 {tuple(W.shape)}")
     if b is None:
-        raise Mistake(f"{where}{name} 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
+        raise Mistake(f"{where}打包的 Linear 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
     if not W.requires_grad:
-        raise Mistake(f"{name} 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+        raise Mistake("打包的 Linear 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
     return W, b
 
 
@@ -179,7 +180,7 @@ def check_packed_from_heads(fn):
         triples = _triples(d_model, n_heads, d_k)
         where = f"{n_heads} 个头、每个头三个 nn.Linear({d_model}, {d_k}) 时"
         packed = call(fn, [tuple(t) for t in triples], what="你的函数")  # never None nor ...: call() says so
-        W, b = _stacked_linear(packed, where, 3 * n_heads, d_k, d_model, "打包的 Linear", "3·h·d_k")
+        W, b = _packed_linear(packed, where, 3 * n_heads, d_k, d_model)
         x = torch.randn(2, 3, d_model)
         with torch.no_grad():
             want = torch.stack([torch.stack([t[r](x) for t in triples], dim=1) for r in range(3)])  # (3, B, h, L, d_k)
