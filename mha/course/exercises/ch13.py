@@ -228,9 +228,7 @@ def _check_prefix_steps(model, words, prefix, needed):
                               "每一步把上一步写出的 token 喂回去")
     if not all(s["mask"] for s in steps):
         raise Mistake("调用 decode_step 时没有传 src_mask：交叉注意力会看到补齐用的 PAD，短的数字会被读错")
-    if len(steps) < needed:
-        return  # the answers will be short; the answer check names it
-    if len(steps) > needed:
+    if len(steps) > needed:  # fewer: the answers are short, and the answer check names it
         raise Mistake(f"输入 {words}、开头 “{prefix}” 时调用了 {len(steps)} 次 decode_step，{needed} 次就够了："
                       "整批每个数都写出 <eos> 时就该停下")
 
