@@ -158,7 +158,8 @@ def check_changed_outputs(fn):
 REMOVE_CASES = [(2, 3, 3, 6, 3), (1, 2, 5, 8, 2), (2, 4, 2, 12, 4)]
 
 
-def _remove_layer(d_model: int, n_heads: int, seed: int) -> MultiHeadAttention:
+def biased_layer(d_model: int, n_heads: int, seed: int) -> MultiHeadAttention:
+    """A seeded layer whose four biases are large (normal), so that leaving one out shows."""
     torch.manual_seed(seed)
     layer = MultiHeadAttention(d_model, n_heads, dropout=0.0).eval()
     with torch.no_grad():
@@ -189,7 +190,7 @@ def check_remove_head(fn):
     = out − head_i W^O_i (the bias stays); head_i has to be computed (project kv's Values, split, the weights of
     ``need_weights=True``). Nothing is forbidden; gradients reach q_in and kv."""
     for seed, (B, L, S, d_model, h) in enumerate(REMOVE_CASES):
-        layer = _remove_layer(d_model, h, seed)
+        layer = biased_layer(d_model, h, seed)
         d_k = d_model // h
         q_in, kv = torch.randn(B, L, d_model), torch.randn(B, S, d_model)
         for i in sorted({0, h // 2, h - 1}):

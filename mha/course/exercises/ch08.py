@@ -19,6 +19,7 @@ from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
 from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, same
+from .ch07 import biased_layer
 from .guard import SDPA
 from .records import as_names, dict_answer, expect_same_gradients
 from .running import call
@@ -58,11 +59,8 @@ def ablation_truth(name: str, causal: bool = False) -> frozenset:
     ``causal``: with a causal mask (the self-check's sibling case)."""
     q = ABLATION
     with torch.random.fork_rng():
-        torch.manual_seed(8)
-        layer = MultiHeadAttention(q["d_model"], q["n_heads"], dropout=0.0).eval()
+        layer = biased_layer(q["d_model"], q["n_heads"], seed=8)
         with torch.no_grad():
-            for linear in LINEARS:
-                getattr(layer, linear).bias.normal_()
             getattr(layer, name).weight.zero_()
             x = torch.randn(q["B"], q["L"], q["d_model"])
             out, weights = layer(x, x, x, causal_mask(q["L"]) if causal else None, need_weights=True)
