@@ -21,7 +21,7 @@ from .answers import as_number, expect_close, expect_shape, expect_tensor, is_pl
 from .ch01 import positions
 from .gradients import expect_gradients
 from .guard import SDPA
-from .records import Ask, Which, predict_which
+from .records import Ask, Which, attend, predict_which
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -187,31 +187,24 @@ def _name_weights_mistake(out, weights, q, k, v, mask, where):
     expect_shape(weights, ref_w.shape, f"{where}的 weights", hint="(B, h, L, S)：每个 query 一行，每个 key 一列")
     expect_shape(out, ref_out.shape, f"{where}的 output",
                  hint=f"(B, h, L, S) 的权重乘 (B, h, S, d_v) 的 V，最后一维是 d_v = {d_v}，不是 d_k = {d_k}")
-    raw = q.detach() @ k.detach().transpose(-2, -1)
-    keep = mask  # (B, h, L, S) bool, True = may attend
-    for scale, message in ((math.sqrt(d_v), f"除以了 √d_v：缩放看的是 Query 和 Key 的宽度 d_k = q.size(-1) = {d_k}，"
-                                            f"不是 V 的宽度 d_v = {d_v}"),
-                           (1.0, "忘了除以 √d_k"), (float(d_k), "除以的是 d_k，应该除以 √d_k")):
-        if scale != math.sqrt(d_k) and _matches(weights, masked_softmax(raw / scale, keep)):
-            raise Mistake(f"{where}：{message}")
-    if keep is None:
-        for dim, axis in ((-2, "Query 轴"), (1, "头的轴")):
-            if _matches(weights, torch.softmax(raw / math.sqrt(d_k), dim=dim)):
-                raise Mistake(f"{where}：softmax 沿错了轴（dim={dim}，{axis}）：要沿最后一维（Key 轴，dim=-1）做，"
-                              "让每个 Query 的一行权重加起来等于 1")
-    if _matches(weights, masked_softmax(raw / math.sqrt(d_k), keep).transpose(-2, -1)) and weights.shape[-1] == weights.shape[-2]:
-        raise Mistake(f"{where}：weights 被转置了：一行属于一个 query，一列属于一个 key")
-    if keep is None:
+    if _matches(weights, ref_w):
         return
-    flipped = raw.masked_fill(keep, -1e9) / math.sqrt(d_k)  # a row that sees every key averages, as with -1e9
-    if _matches(weights, masked_softmax(raw / math.sqrt(d_k), ~keep)) or _matches(weights, torch.softmax(flipped, -1)):
-        raise Mistake(f"{where}：掩码方向反了：True 表示“可以看”，要挡住的是 False 的位置")
-    unmasked = torch.softmax(raw / math.sqrt(d_k), dim=-1)
-    if _matches(weights, unmasked):
-        raise Mistake(f"{where}：没有用上掩码：weights 和不带掩码时一样")
-    if _matches(weights, unmasked.masked_fill(~keep, 0.0)):
-        raise Mistake(f"{where}：在 softmax 之后才挡：被挡住的权重是 0 了，可剩下的一行加起来不到 1；"
-                      "要在 softmax 之前把被挡住的分数换成一个很小的数")
+    wrongs = [(dict(scale=math.sqrt(d_v)), f"除以了 √d_v：缩放看的是 Query 和 Key 的宽度 d_k = q.size(-1) = {d_k}，"
+                                           f"不是 V 的宽度 d_v = {d_v}"),
+              (dict(scale=1.0), "忘了除以 √d_k"), (dict(scale=float(d_k)), "除以的是 d_k，应该除以 √d_k")]
+    if mask is None:
+        wrongs += [(dict(dim=dim), f"softmax 沿错了轴（dim={dim}，{axis}）：要沿最后一维（Key 轴，dim=-1）做，"
+                                   "让每个 Query 的一行权重加起来等于 1") for dim, axis in ((-2, "Query 轴"), (1, "头的轴"))]
+    else:
+        inverted = "掩码方向反了：True 表示“可以看”，要挡住的是 False 的位置"
+        wrongs += [(dict(invert=True), inverted), (dict(invert=True, zero=False), inverted),
+                   (dict(use_mask=False), "没有用上掩码：weights 和不带掩码时一样"),
+                   (dict(fill=False), "在 softmax 之后才挡：被挡住的权重是 0 了，可剩下的一行加起来不到 1；"
+                                      "要在 softmax 之前把被挡住的分数换成一个很小的数")]
+    name_the_match(weights, ((attend(q.detach(), k.detach(), v.detach(), mask, **{"zero": True, **switches})[1], why)
+                             for switches, why in wrongs), prefix=f"{where}：", same=_matches)
+    if _matches(weights, ref_w.transpose(-2, -1)):
+        raise Mistake(f"{where}：weights 被转置了：一行属于一个 query，一列属于一个 key")
 
 
 @checker("ch05", "5.3", "带掩码的注意力：d_v ≠ d_k，同时返回权重")

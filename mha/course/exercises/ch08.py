@@ -21,7 +21,7 @@ from mha.steps import attention_scores, merge_heads, project, attention, split_h
 from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, same
 from .ch07 import biased_layer
 from .guard import SDPA
-from .records import as_names, dict_answer, expect_same_gradients
+from .records import as_names, attend, dict_answer, expect_same_gradients
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -175,40 +175,22 @@ def check_load_from_torch(fn):
 
 
 # ---------------------------------------------------------------- 8.3
-def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True, merge_ok=True,
-             use_wo=True, invert_mask=False, sqrt_d_model=False, swap_kv=False, use_mask=True, zero_blocked=False,
-             after_only=False, weights_too=False):
-    """The full forward pass with one deliberate mistake switched on (for diagnosing). ``zero_blocked``: the
-    masked weights are set to 0 after the softmax (as the solution does), else a query that sees no key gets 1/S.
-    ``after_only``: no mask before the softmax, the masked weights only set to 0 after it (rows sum to < 1).
-    ``weights_too``: return ``(output, weights)``."""
+def _variant(layer, q, k, v, mask, *, split_ok=True, merge_ok=True, use_wo=True, sqrt_d_model=False, swap_kv=False,
+             weights_too=False, **mistake):
+    """The full forward pass with one deliberate mistake switched on (for diagnosing): the layer's own here, the
+    attention's passed on to :func:`records.attend`. ``weights_too``: return ``(output, weights)``."""
     B, L, d = q.shape
-    S = k.shape[1]
     h = layer.n_heads
-    d_k = d // h
 
-    def split(x, n):
-        if split_ok:
-            return x.view(B, n, h, d_k).transpose(1, 2)  # (B, h, n, d_k)
-        return x.reshape(B, h, n, d_k)  # the bug: no transpose
+    def split(x):  # (B, h, n, d_k); the bug: straight to that shape, without the transpose
+        return split_heads(x, h) if split_ok else x.reshape(B, h, x.shape[1], d // h)
 
-    qh, kh, vh = split(layer.W_q(q), L), split(layer.W_k(k), S), split(layer.W_v(v), S)
+    qh, kh, vh = split(layer.W_q(q)), split(layer.W_k(k)), split(layer.W_v(v))
     if swap_kv:  # the projected keys used as values and the values as keys
         kh, vh = vh, kh
-    scores = qh @ kh.transpose(-2, -1)
-    if scale:
-        scores = scores / math.sqrt(d if sqrt_d_model else d_k)
-    if mask is not None and use_mask:
-        keep = mask != 0  # bool, whatever the mask's dtype
-        if invert_mask:
-            keep = ~keep
-        if not after_only:
-            scores = scores.masked_fill(~keep, -1e9)
-    weights = torch.softmax(scores, dim=softmax_dim)
-    if (zero_blocked or after_only) and mask is not None and use_mask:
-        weights = weights.masked_fill(~keep, 0.0)
-    heads = weights @ vh  # (B, h, L, d_k)
-    concat = heads.transpose(1, 2).reshape(B, L, d) if merge_ok else heads.reshape(B, L, d)
+    scale = math.sqrt(d) if sqrt_d_model else mistake.pop("scale", None)
+    heads, weights = attend(qh, kh, vh, mask, scale=scale, **mistake)
+    concat = merge_heads(heads) if merge_ok else heads.reshape(B, L, d)
     out = layer.W_o(concat) if use_wo else concat
     return (out, weights) if weights_too else out
 
@@ -216,16 +198,16 @@ def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True,
 AFTER_ONLY = ("在 softmax 之后才挡、没有重新归一化：被挡住的 key 已经在分母里分走了概率，每行权重之和 < 1。"
               "要在 softmax 之前把被挡住的分数填成很小的数；softmax 之后的置 0 只管一个 key 也看不到的 query")
 MISTAKES = [
-    (dict(scale=False), "忘了除以 √d_k：scores = Q Kᵀ / √d_k"),
-    (dict(softmax_dim=-2), "softmax 的轴错了：要在最后一维（Key 的轴，dim=-1）上做 softmax，让每个 Query 的权重加起来是 1"),
+    (dict(scale=1.0), "忘了除以 √d_k：scores = Q Kᵀ / √d_k"),
+    (dict(dim=-2), "softmax 的轴错了：要在最后一维（Key 的轴，dim=-1）上做 softmax，让每个 Query 的权重加起来是 1"),
     (dict(split_ok=False), "分头时直接 view/reshape 成 (B, h, L, d_k) 而没有先 view 成 (B, L, h, d_k) 再 transpose(1, 2)，不同 token 的数被混在一起了"),
     (dict(merge_ok=False), "Concat 时没有先 transpose(1, 2) 回 (B, L, h, d_k) 就 view 成 (B, L, d_model)，各个头的结果拼错了位置"),
     (dict(use_wo=False), "忘了最后的 Linear W^O：Concat 之后还要经过 self.W_o"),
-    (dict(invert_mask=True), "掩码的方向反了：mask 为 1/True 的位置可以看，为 0/False 的位置才要填 -1e9（masked_fill(mask == 0, -1e9)）"),
+    (dict(invert=True), "掩码的方向反了：mask 为 1/True 的位置可以看，为 0/False 的位置才要填 -1e9（masked_fill(mask == 0, -1e9)）"),
     (dict(use_mask=False), "传进来的 mask 没有用上：在 softmax 之前 scores.masked_fill(mask == 0, -1e9)"),
     (dict(sqrt_d_model=True), "缩放用了 √d_model：每个头的点积只有 d_k = d_model / h 项，应该除以 √d_k"),
     (dict(swap_kv=True), "K 和 V 的角色用反了：scores 用投影后的 K（self.W_k(K)）算，加权求和的是投影后的 V（self.W_v(V)）"),
-    (dict(after_only=True), AFTER_ONLY),
+    (dict(fill=False), AFTER_ONLY),
 ]
 
 # (kind, d_model, h, B, L, S): self-attention without a mask argument, cross-attention (L != S) with mask=None,
@@ -368,7 +350,7 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
             if same(out, reference(q, v, k, mask=mask)):
                 raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
     with torch.no_grad():
-        name_the_match(out, ((_variant(reference, q, k, v, mask, zero_blocked=zero, **switches), why)
+        name_the_match(out, ((_variant(reference, q, k, v, mask, zero=zero, **switches), why)
                              for switches, why in MISTAKES for zero in (False, True)),
                        suffix=f"（{where}）", same=same)
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
@@ -431,7 +413,7 @@ def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
                       f"这里要每个头各自的权重，形状 (B, h, L, S) = {(B, h, L, S)}")
     with torch.no_grad():
         _, lecture_w = _variant(reference, q, k, v, mask, weights_too=True)  # -1e9, nothing zeroed afterwards
-        _, after_w = _variant(reference, q, k, v, mask, after_only=True, weights_too=True)
+        _, after_w = _variant(reference, q, k, v, mask, fill=False, weights_too=True)
         raw = split_heads(reference.W_q(q), h) @ split_heads(reference.W_k(k), h).transpose(-2, -1) / math.sqrt(d_model // h)
     name_the_match(weights, [
         (lecture_w, "返回的权重里，一个 key 也看不到的 query 是均匀的 1/S：返回的应该是输出真正用到的权重，"
