@@ -4,7 +4,8 @@ A record (:class:`Which`) says what is right (computed by the course package, ne
 answers with why each is wrong (the verdict text; the self-check offers the same answers as its wrong options)
 and the kind of answer; :func:`predict_which` is its checker. The other families: :func:`check_repair` for
 find-the-bug-and-repair, :func:`check_mask` for building a mask, :func:`dict_answer` and :func:`as_names` for
-answers that name things, ``answers.name_the_match`` for "equal to a known wrong answer".
+answers that name things, ``answers.name_the_match`` for "equal to a known wrong answer", :func:`attend` for the
+attention a typical mistake computes.
 """
 from __future__ import annotations
 
