@@ -1,7 +1,9 @@
 """Exercise checkers: one public ``check_*`` function per exercise.
 
 Each checker takes what the student wrote (a function, a tensor, a class or a
-number), prints one verdict in Chinese, returns True/False and never raises.
+number), prints one verdict in Chinese, returns True/False and never raises. The answer keys are computed by
+the checker from the course package (never typed in, never by the student's code); the student's code runs under
+``running.call``, which refuses the shortcuts each prompt rules out.
 ``summary("ch04")`` shows which of a chapter's exercises pass.
 """
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13

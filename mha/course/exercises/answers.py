@@ -37,9 +37,7 @@ def part(value, what: str):
 
 def as_parts(value, n: int, expected: str, verb: str = "返回了") -> tuple:
     """A tuple or list of exactly ``n`` parts; ``expected`` says what they are ("应该返回三个张量 (out, K, V)").
-    A stub, or a stub in any part: not done yet."""
-    if is_stub(value):
-        raise NotDone()
+    A stub in any part: not done yet (a stub answer never gets here: the checker and ``call`` catch it)."""
     if not isinstance(value, (tuple, list)) or len(value) != n:
         raise Mistake(f"{expected}，却{verb} {describe(value)}")
     if any(is_stub(v) for v in value):
@@ -74,8 +72,9 @@ def as_number(value, what: str) -> float:
 MAX_DIMS = 64  # more items than any tensor has dimensions
 
 
-def as_shape(value, what: str) -> tuple:
-    """A shape: a tuple, list or ``torch.Size`` of integers (see :func:`as_int`)."""
+def as_shape(value, what: str, n: int = 0, most: int = 0, expected: str = "") -> tuple:
+    """A shape: a tuple, list or ``torch.Size`` of integers (see :func:`as_int`); with ``n``, a shape the student
+    names (``expected``, "(B, L)"): ``n`` sizes from 1 to ``most``."""
     value = part(value, what)
     if isinstance(value, torch.Tensor):
         raise Mistake(f"{what} 要写成一个 tuple，例如 (1, 2, 3)，而不是张量；可以用 tuple(t.shape)")
@@ -85,7 +84,10 @@ def as_shape(value, what: str) -> tuple:
         raise Mistake(f"{what} 要写成一个 tuple，例如 (1, 2, 3)，却收到了 {describe(value)}")
     if len(value) > MAX_DIMS:  # checked before looking at every item: a list of a million numbers is no shape
         raise Mistake(f"{what} 有 {len(value)} 项，不像一个形状：形状里每一维一个数，例如 (1, 2, 3)")
-    return tuple(as_int(n, f"{what} 的第 {i + 1} 项") for i, n in enumerate(value))
+    shape = tuple(as_int(size, f"{what} 的第 {i + 1} 项") for i, size in enumerate(value))
+    if n and (len(shape) != n or min(shape) < 1 or max(shape) > most):
+        raise Mistake(f"{what} 应该是 {expected}，{'两三四'[n - 2]}个 1 到 {most} 之间的整数，却是 {shape}")
+    return shape
 
 
 def plain(x: torch.Tensor) -> torch.Tensor:
@@ -116,9 +118,9 @@ def is_plain_tensor(x) -> bool:
 NAN_HINT = "检查除法、softmax 和掩码（被屏蔽的位置要在 softmax 之前填入很小的数）"
 
 
-def expect_tensor(x, what: str, nan_hint: str = NAN_HINT) -> torch.Tensor:
-    """The answer must be a tensor with finite values (``nan_hint`` says where a NaN may come from); it comes
-    back as a plain tensor."""
+def expect_tensor(x, what: str, nan_hint: str = NAN_HINT, floating=False) -> torch.Tensor:
+    """The answer must be a tensor with finite values (``nan_hint`` says where a NaN may come from), of a floating
+    dtype if ``floating`` (a str: why); it comes back as a plain tensor."""
     if is_stub(x):
         raise NotDone()
     if isinstance(x, tuple) and x and isinstance(x[0], torch.Tensor):
@@ -126,15 +128,20 @@ def expect_tensor(x, what: str, nan_hint: str = NAN_HINT) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise Mistake(f"{what} 应该是 torch.Tensor，却是 {type_name(x)}")
     x = plain(x)
+    if floating and not x.is_floating_point():
+        why = f"：{floating}" if isinstance(floating, str) else ""
+        raise Mistake(f"{what} 的 dtype 应该是浮点数（例如 torch.float32），实际是 {x.dtype}{why}")
     if x.is_floating_point() and not torch.isfinite(x).all():
         raise Mistake(f"{what} 里出现了 NaN 或 inf；{nan_hint}")
     return x
 
 
-def expect_shape(x: torch.Tensor, expected, what: str, hint: str = "") -> None:
-    """The tensor must have exactly ``expected`` shape."""
+def expect_shape(x: torch.Tensor, expected, what: str, hint: str = "", named=()) -> None:
+    """The tensor must have exactly ``expected`` shape; a typical wrong shape in ``named`` ``[(shape or None, why)]``
+    is named by its why."""
     expected = tuple(expected)
     if tuple(x.shape) != expected:
+        name_the_match(tuple(x.shape), named, same=lambda got, wrong: wrong is not None and got == tuple(wrong))
         msg = f"{what} 的形状应该是 {expected}，实际是 {tuple(x.shape)}"
         raise Mistake(msg + (f"。提示：{hint}" if hint else ""))
 

@@ -14,8 +14,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .answers import as_int, name_the_match, part
-from .records import RECORDS, Ask, Which, as_index_list, dict_answer, predict_which  # noqa: F401 (as_index_list: chapter 10 reads it here)
+from mha.layer import MultiHeadAttention
+from mha.masks import causal_mask
+from .answers import as_int, name_the_match, part, plain
+from .records import RECORDS, Ask, Which, as_index_list, dict_answer, predict_which
 from .running import call
 from .verdicts import checker, Mistake
 
@@ -28,7 +30,6 @@ def positions(moved: torch.Tensor) -> list[int]:
 
 
 def _layer(d_model: int = 4):
-    from mha.layer import MultiHeadAttention
     return MultiHeadAttention(d_model, 2).eval()
 
 
@@ -198,21 +199,9 @@ def _changed_positions_reference(f, x: torch.Tensor, k: int) -> list[int]:
 
 
 def _position_cases():
-    """(description, f, x, k): the checker knows the truth for each by running it.
-
-    The first cases are ordinary layers on random inputs (``torch.roll`` first: every change it makes
-    is +1, so an answer of [] there can only mean the two outputs were the same); the later ones are
-    built so that each typical wrong experiment gives an answer different from the truth:
-
-    * ``roll(x @ M)`` with rows of M summing to 0: a signed sum over the features cancels;
-    * sentence weights (0, 1, 1): changing only the first sentence changes nothing;
-    * sentence signs (+1, -1): a signed sum over the sentences cancels;
-    * ``-2 * x``: every change is negative, so a comparison without ``.abs()`` misses it;
-    * token k already all 1: "set token k to 1" changes nothing.
-    """
-    from mha.layer import MultiHeadAttention
-    from mha.masks import causal_mask
-
+    """(description, f, x, k): the checker knows the truth for each by running it. Ordinary layers on random
+    inputs first; then inputs built so that each typical wrong experiment (:func:`_wrong_experiments`) gives an
+    answer different from the truth."""
     cases = []
     for B, L, d_model, k in [(1, 6, 4, 2), (3, 5, 8, 0), (2, 7, 6, 6)]:
         linear = nn.Linear(d_model, d_model)
@@ -228,11 +217,11 @@ def _position_cases():
     m = m - m.mean(dim=1, keepdim=True)  # rows summing to 0: every output vector t @ m sums to 0 over its features
     cases.append(("torch.roll(x @ M, 2, dims=1)（M 的每一行加起来是 0）",
                   lambda t: torch.roll(t @ m, 2, dims=1), torch.randn(2, 6, 4), 1))
-    w = torch.tensor([0.0, 1.0, 1.0])[:, None, None]
+    w = torch.tensor([0.0, 1.0, 1.0])[:, None, None]  # changing only the first sentence changes nothing
     cases.append(("x * w（第 0 句的权重 w 是 0，第 1、2 句是 1）", lambda t: t * w, torch.randn(3, 5, 4), 3))
-    s = torch.tensor([1.0, -1.0])[:, None, None]
+    s = torch.tensor([1.0, -1.0])[:, None, None]  # a signed sum over the sentences cancels
     cases.append(("x * s（第 0 句乘 +1，第 1 句乘 −1）", lambda t: t * s, torch.randn(2, 5, 6), 0))
-    cases.append(("-2 * x", lambda t: -2 * t, torch.randn(1, 4, 4), 2))
+    cases.append(("-2 * x", lambda t: -2 * t, torch.randn(1, 4, 4), 2))  # every change < 0: .abs() is needed
     linear = nn.Linear(4, 4)
     ones = torch.randn(2, 6, 4)
     ones[:, 4] = 1.0  # token k is already all ones
@@ -309,7 +298,6 @@ def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
         value = torch.tensor([[as_flag(v, what) for v in r] for r in rows], dtype=torch.bool).reshape(L, L)
     if not isinstance(value, torch.Tensor):
         raise Mistake(f"{what} 应该是 {L}×{L} 的 True/False 矩阵（张量或由 {L} 行组成的 list），却是 {type(value).__name__}")
-    from .answers import plain
     value = plain(value).detach()
     if value.is_complex() or value.dtype.is_floating_point and not torch.isfinite(value).all():
         raise Mistake(f"{what} 里有复数、NaN 或 inf；要的是 True/False（或 0/1）")

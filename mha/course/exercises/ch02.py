@@ -13,8 +13,9 @@ import math
 import numpy as np
 import torch
 
+from mha.layer import MultiHeadAttention
 from mha.positional import sinusoidal_positional_encoding
-from .answers import as_shape, expect_tensor, name_the_match, part, same
+from .answers import as_shape, expect_close, expect_shape, expect_tensor, name_the_match, part, same
 from .gradients import expect_gradients
 from .records import dict_answer
 from .running import call
@@ -44,19 +45,12 @@ def _run_buggy(B: int, L: int):
     return False, got.shape != right.shape or not torch.allclose(got, right)
 
 
-def _batch_shape(value, what: str) -> tuple:
-    shape = as_shape(value, what)
-    if len(shape) != 2 or min(shape) < 1 or max(shape) > 64:
-        raise Mistake(f"{what} 应该是 token_ids 的形状 (B, L)，两个 1 到 64 之间的整数，却是 {shape}")
-    return shape
-
-
 @checker("ch02", "2.2", "找 bug：位置编码用了 batch 的大小")
 def check_pe_bug(answer):
     """``answer = {"crashes": (B, L), "silently_wrong": (B, L), "fixed": build_x}``: a batch shape on which
     :func:`build_x_buggy` raises, one on which it runs but returns a wrong x, and the fixed function."""
     dict_answer(answer, ("crashes", "silently_wrong", "fixed"), '{"crashes": (B, L), "silently_wrong": (B, L), "fixed": 函数}')
-    crash_shape = _batch_shape(part(answer["crashes"], 'answer["crashes"]'), 'answer["crashes"]')
+    crash_shape = as_shape(answer["crashes"], 'answer["crashes"]', 2, 64, "token_ids 的形状 (B, L)")
     if crash_shape[0] == 2:
         raise Mistake(f'answer["crashes"] = {crash_shape}：B = 2 正是本章例子的批大小，题目说过它会报错；'
                       "要找一个 B ≠ 2 也报错的形状：(B, d_model) 的表加到 (B, L, d_model) 上，什么时候广播不了？")
@@ -66,7 +60,7 @@ def check_pe_bug(answer):
         why = "B == L 时两张表一样大，结果碰巧是对的" if B == L else "B = 1 时 (1, d_model) 的表会广播到每个位置"
         raise Mistake(f'answer["crashes"] = {crash_shape}：build_x_buggy 在这个形状上没有报错（{why}）；'
                       "(B, d_model) 的表加到 (B, L, d_model) 上，什么时候广播不了？")
-    wrong_shape = _batch_shape(part(answer["silently_wrong"], 'answer["silently_wrong"]'), 'answer["silently_wrong"]')
+    wrong_shape = as_shape(answer["silently_wrong"], 'answer["silently_wrong"]', 2, 64, "token_ids 的形状 (B, L)")
     raised, wrong = _run_buggy(*wrong_shape)
     if raised:
         raise Mistake(f'answer["silently_wrong"] = {wrong_shape}：build_x_buggy 在这个形状上报错了；要找的是不报错、却悄悄算错的形状')
@@ -87,37 +81,31 @@ def _check_fixed_build_x(fn):
         token_ids = torch.randint(0, vocab, (B, L))
         token_ids[0, 0] = vocab - 1  # a large id, so "PE indexed by token id" cannot hide
         what = f"build_x(token_ids {tuple(token_ids.shape)}, Embedding({vocab}, {d_model}))"
-        out = expect_tensor(call(fn, token_ids, embedding, what="build_x"), what)  # changing an input is named
-        if not out.is_floating_point():
-            raise Mistake(f"{what} 的 dtype 是 {out.dtype}；词嵌入加位置编码是小数，应该是浮点张量")
+        out = expect_tensor(call(fn, token_ids, embedding, what="build_x"), what,  # changing an input is named
+                            floating="词嵌入加位置编码是小数，应该是浮点张量")
         with torch.no_grad():
             emb = embedding(token_ids)  # (B, L, d_model)
         pe = sinusoidal_positional_encoding(L, d_model)  # (L, d_model)
         want = emb + pe  # (B, L, d_model)
-        shape = tuple(out.shape)
-        if shape == (B, L, 2 * d_model):
-            raise Mistake(f"{what} 的形状是 {shape}，应为 {(B, L, d_model)}：你把位置编码拼接（cat）到了嵌入后面；"
-                          "位置编码要逐元素加到嵌入上，宽度不变")
-        if shape == (L, d_model) and B == 1:
-            raise Mistake(f"{what} 的形状是 {shape}，应为 {(B, L, d_model)}：batch 维不见了（别用 squeeze）")
-        if shape != (B, L, d_model):
-            raise Mistake(f"{what} 的形状应该是 {(B, L, d_model)}，实际是 {shape}")
-        got = out.detach().to(torch.float32)
-        if torch.allclose(got, want, atol=1e-5):
+        expect_shape(out, (B, L, d_model), what, named=[
+            ((B, L, 2 * d_model), f"{what} 的形状是 {(B, L, 2 * d_model)}，应为 {(B, L, d_model)}："
+                                  "你把位置编码拼接（cat）到了嵌入后面；位置编码要逐元素加到嵌入上，宽度不变"),
+            ((L, d_model) if B == 1 else None, f"{what} 的形状是 {(L, d_model)}，应为 {(B, L, d_model)}："
+                                               "batch 维不见了（别用 squeeze）")])
+        if same(out, want, atol=1e-5, rtol=1e-5):
             expect_gradients(out, {"embedding.weight": embedding.weight}, what)  # the embedding must stay trainable
             continue
         pe_by_id = sinusoidal_positional_encoding(vocab, d_model)[token_ids]  # (B, L, d_model)
-        name_the_match(got, [
+        name_the_match(out, [
             (emb, "只有词嵌入，忘了加位置编码；没有位置编码，注意力分不清词的先后顺序"),
             (pe.expand(B, L, d_model), "只有位置编码，忘了词嵌入 embedding(token_ids)；这样每句话的 x 都一样"),
             (emb * pe, "把嵌入和位置编码相乘了；应该相加 x = embedding(token_ids) + PE"),
             (emb * math.sqrt(d_model) + pe, "嵌入乘了 √d_model。原论文确实这样做，但本课的 x 就是嵌入加位置编码，不缩放"),
             (emb + pe_by_id, "按 token id 取了位置编码；位置编码按位置 0, 1, ..., L-1 取，与词是什么无关"),
             (emb + pe.view(L, d_model // 2, 2).flip(-1).reshape(L, d_model), "位置编码里 sin 和 cos 放反了：偶数维 sin，奇数维 cos")],
-            prefix=f"{what}：", same=lambda a, b: torch.allclose(a, b, atol=1e-4))
-        diff = (got - want).abs().max().item()
-        raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）。提示：x = embedding(token_ids) + PE，"
-                      "PE 的形状是 (L, d_model)，会沿 batch 维自动广播")
+            prefix=f"{what}：", same=lambda a, b: same(a, b, atol=1e-4, rtol=1e-5))
+        expect_close(out, want, what, hint="x = embedding(token_ids) + PE，PE 的形状是 (L, d_model)，会沿 batch 维自动广播",
+                     atol=1e-5, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- 2.1 (moving k positions is a rotation: PE[pos + k] = PE[pos] @ M)
@@ -155,14 +143,10 @@ def check_pe_shift_matrix(fn):
                    shortcut_hint="这道题要你用三角公式写出 M，而不是从位置编码表里拟合（最小二乘、求逆、解方程）")
         if isinstance(out, np.ndarray) and out.dtype.kind in "iuf":  # numpy's cos and sin are as good
             out = torch.from_numpy(out.copy())
-        out = expect_tensor(out, what)
-        if not out.is_floating_point():
-            raise Mistake(f"{what} 的 dtype 是 {out.dtype}；cos、sin 是小数，要用浮点张量")
-        if tuple(out.shape) == (2, 2):
-            raise Mistake(f"{what} 的形状是 (2, 2)：这只是一对维度的小块；每一对维度 (2m, 2m+1) 有自己的频率，"
-                          f"要把 d_model/2 = {d_model // 2} 个小块放在对角线上，拼成 ({d_model}, {d_model})")
-        if tuple(out.shape) != (d_model, d_model):
-            raise Mistake(f"{what} 的形状应该是 ({d_model}, {d_model})，实际是 {tuple(out.shape)}")
+        out = expect_tensor(out, what, floating="cos、sin 是小数，要用浮点张量")
+        expect_shape(out, (d_model, d_model), what, named=[((2, 2), f"{what} 的形状是 (2, 2)：这只是一对维度的小块；"
+                     "每一对维度 (2m, 2m+1) 有自己的频率，"
+                     f"要把 d_model/2 = {d_model // 2} 个小块放在对角线上，拼成 ({d_model}, {d_model})")])
         got = out.detach().double()
         truth = shift_matrix(k, d_model)
         if same(got, truth, atol=1e-5):
@@ -263,8 +247,6 @@ class ResidualBlock(torch.nn.Module):
         super().__init__()
         self.role = role
         self.lengths = None  # (L, S) of a cross-attention block: set by stack_case, so that swapped inputs get named
-        from mha.layer import MultiHeadAttention
-
         self.attn = MultiHeadAttention(d_model, n_heads).eval()
         with torch.no_grad():  # sharper weights than an untrained layer's near-uniform ones
             self.attn.W_q.weight.mul_(SHARP)
@@ -313,16 +295,11 @@ def check_run_stack(fn):
         out = expect_tensor(call(fn, enc_layers, dec_layers, enc_x, dec_x, masks, what="run_stack"), what)
         with torch.no_grad():
             truth = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks)
-        if tuple(out.shape) == (B, S, d_model):
-            raise Mistake(f"{what} 返回的形状是 {(B, S, d_model)}，这是编码器那边的形状；要返回解码器最后一层的输出 {(B, L, d_model)}")
-        if tuple(out.shape) != (B, L, d_model):
-            raise Mistake(f"{what} 的形状应该是 {(B, L, d_model)}，实际是 {tuple(out.shape)}")
-        got = out.detach().double()
-        if torch.allclose(got, truth.double(), atol=1e-5, rtol=1e-4):
+        expect_shape(out, (B, L, d_model), what, named=[
+            ((B, S, d_model), f"{what} 返回的形状是 {(B, S, d_model)}，这是编码器那边的形状；要返回解码器最后一层的输出 {(B, L, d_model)}")])
+        if same(out, truth):
             continue
         with torch.no_grad():
-            name_the_match(got, ((reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, mistake=m).double(), why)
-                                 for m, why in STACK_MISTAKES.items()),
-                           prefix=f"{what}：", same=lambda a, b: torch.allclose(a, b, atol=1e-5, rtol=1e-4))
-        diff = (got - truth.double()).abs().max().item()
-        raise Mistake(f"{what} 的形状对了，但数值不对（最大误差 {diff:.3g}）：检查每一层三个块的 Q、K、V 和掩码")
+            name_the_match(out, ((reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, mistake=m), why)
+                                 for m, why in STACK_MISTAKES.items()), prefix=f"{what}：", same=same)
+        expect_close(out, truth, what, hint="检查每一层三个块的 Q、K、V 和掩码")

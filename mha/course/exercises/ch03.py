@@ -11,9 +11,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mha.layer import MultiHeadAttention
 from mha.steps import project
 
-from .answers import as_int, expect_close, expect_tensor, name_the_match, same
+from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, same
 from .ch01 import positions
 from .gradients import expect_gradients
 from .guard import LINEAR
@@ -31,7 +32,6 @@ AT, WARMUP_AT = (1, 2, 4), (0, 3, 1)  # Q'[b, t, j]: of a d_model = 6 layer, x (
 def gradient_reach(d_model: int = 6, at=AT, L: int = 3) -> dict:
     """Which rows and columns of ``W_q.weight`` and which tokens of ``x[at[0]]`` get a non-zero gradient from
     ``loss = W_q(x)[at]``, by running autograd on the course's layer."""
-    from mha.layer import MultiHeadAttention
     layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, L, d_model, requires_grad=True)
     with torch.enable_grad():
         g_w, g_x = (g != 0 for g in torch.autograd.grad(layer.W_q(x)[at], (layer.W_q.weight, x)))  # (out, in), (B, L, d)
@@ -155,10 +155,8 @@ def check_packed_k(fn):
                 raise Mistake(f"{m}。这一组的 in_proj_bias 是 None（没有偏置）：这时只算 x @ W.T") from None
             raise
         got = expect_tensor(out, f"{where} 时的返回值")
-        if tuple(got.shape) == (B, L, 3 * d):
-            raise Mistake(f"{where} 时返回了 {(B, L, 3 * d)}：这是 Q′、K′、V′ 连在一起；只要 K′，d_model = {d} 维")
-        if tuple(got.shape) != (B, L, d):
-            raise Mistake(f"{where} 时返回值的形状应该是 {(B, L, d)}，实际是 {tuple(got.shape)}")
+        expect_shape(got, (B, L, d), f"{where} 时返回值", named=[
+            ((B, L, 3 * d), f"{where} 时返回了 {(B, L, 3 * d)}：这是 Q′、K′、V′ 连在一起；只要 K′，d_model = {d} 维")])
         if got.dtype != x.dtype:  # before the values: a float16 result is no slicing mistake
             raise Mistake(f"{where} 时返回了 {str(got.dtype)[6:]}，输入 x 是 {str(x.dtype)[6:]}：新建的张量跟 x 用同一个 dtype，"
                           "也不要用 .float()、.half() 之类换成别的 dtype")

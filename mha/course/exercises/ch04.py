@@ -6,8 +6,6 @@
   on which it is right anyway, then rescue the right heads from the buggy result alone.
 * 4.3 ``check_packed_from_heads``: lecture 003's three small Linears per head (qnet, knet, vnet) packed into one
   Linear laid out as ``nn.MultiheadAttention``'s in_proj: all heads' Q rows, then K, then V.
-
-The answer keys come from :func:`mha.split_heads` itself.
 """
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mha.layer import MultiHeadAttention
 from mha.steps import split_heads
 from .answers import as_shape, expect_close, part
 from .ch01 import positions
@@ -35,7 +34,6 @@ def heads_that_move(w_at, x_at, head, cut) -> dict:
     """By running W_q and :func:`mha.split_heads` (sentence 0): the heads that move when 1 is added to
     ``W_q.weight[w_at]``, the tokens of ``head`` that move when 1 is added to ``x[0, x_at]``, and the heads of
     token ``cut[0]`` that move when 1 is added to ``Q'[0, cut[0], cut[1]:cut[2]]``."""
-    from mha.layer import MultiHeadAttention
     layer, x = MultiHeadAttention(D, H), torch.randn(2, L, D)
     with torch.no_grad():
         q = layer.W_q(x)  # (B, L, d_model)
@@ -108,9 +106,7 @@ def check_split_bug_repair(answer):
     :func:`split_heads_buggy` happens to be right, and ``fn(wrong, n_heads)`` that turns ``wrong =
     split_heads_buggy(x, n_heads)`` (B, h, L, d_k) into the right heads ``split_heads(x, n_heads)``, without x."""
     dict_answer(answer, ("right_anyway", "repair"), '{"right_anyway": (B, L, d_model, n_heads), "repair": 函数}')
-    shape = as_shape(part(answer["right_anyway"], 'answer["right_anyway"]'), 'answer["right_anyway"]')
-    if len(shape) != 4 or min(shape) < 1 or max(shape) > 512:
-        raise Mistake(f'answer["right_anyway"] 应该是 (B, L, d_model, n_heads)，四个 1 到 512 之间的整数，却是 {shape}')
+    shape = as_shape(answer["right_anyway"], 'answer["right_anyway"]', 4, 512, "(B, L, d_model, n_heads)")
     B, L, d_model, n_heads = shape
     if d_model % n_heads:
         raise Mistake(f'answer["right_anyway"] = {shape}：n_heads = {n_heads} 要整除 d_model = {d_model}')
@@ -128,20 +124,21 @@ REPAIR_CASES = [(1, 3, 2, 4), (2, 5, 4, 3), (3, 4, 3, 2)]  # (B, L, h, d_k): L !
 
 
 # ---------------------------------------------------------------- 4.3 (lecture 003's qnet/knet/vnet per head -> one packed Linear)
-def _stacked_linear(lin, where: str, n_small: int, d_k: int, d_model: int, name: str, rows: str):
-    """The Linear that stacks ``n_small`` small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
+def _packed_linear(lin, where: str, n_small: int, d_k: int, d_model: int):
+    """The Linear that stacks ``n_small`` = 3·h small ``nn.Linear(d_model, d_k)``: its (weight, bias), once checked."""
     if not isinstance(lin, nn.Linear):
         raise Mistake(f"{where}应该返回一个 nn.Linear，却返回了 {type(lin).__name__}")
     W, b = lin.weight, lin.bias
-    if tuple(W.shape) == (d_k, n_small * d_model) and n_small > 1:
-        raise Mistake(f"{where}{name} 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
+    if tuple(W.shape) == (d_k, n_small * d_model):
+        raise Mistake(f"{where}打包的 Linear 的 weight 形状是 {tuple(W.shape)}：你把小 weight 横着拼（dim=1）了。"
                       "weight 是 (out, in)，每个小 Linear 贡献 d_k 个输出维 = d_k 行，要竖着叠（dim=0）")
     if tuple(W.shape) != (n_small * d_k, d_model):
-        raise Mistake(f"{where}{name} 的 weight 形状应为 ({rows}, d_model) = {(n_small * d_k, d_model)}，实际是 {tuple(W.shape)}")
+        raise Mistake(f"{where}打包的 Linear 的 weight 形状应为 (3·h·d_k, d_model) = {(n_small * d_k, d_model)}，"
+                      f"实际是 {tuple(W.shape)}")
     if b is None:
-        raise Mistake(f"{where}{name} 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
+        raise Mistake(f"{where}打包的 Linear 没有偏置：小 Linear 都有偏置，把它们按同样的顺序接起来")
     if not W.requires_grad:
-        raise Mistake(f"{name} 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
+        raise Mistake("打包的 Linear 的 weight 不能训练（requires_grad=False）；复制时用 with torch.no_grad(): 加 .copy_()")
     return W, b
 
 
@@ -182,8 +179,8 @@ def check_packed_from_heads(fn):
     for d_model, n_heads, d_k in PACKED_CASES:
         triples = _triples(d_model, n_heads, d_k)
         where = f"{n_heads} 个头、每个头三个 nn.Linear({d_model}, {d_k}) 时"
-        packed = part(call(fn, [tuple(t) for t in triples], what="你的函数"), "你的函数的返回值")
-        W, b = _stacked_linear(packed, where, 3 * n_heads, d_k, d_model, "打包的 Linear", "3·h·d_k")
+        packed = call(fn, [tuple(t) for t in triples], what="你的函数")  # never None nor ...: call() says so
+        W, b = _packed_linear(packed, where, 3 * n_heads, d_k, d_model)
         x = torch.randn(2, 3, d_model)
         with torch.no_grad():
             want = torch.stack([torch.stack([t[r](x) for t in triples], dim=1) for r in range(3)])  # (3, B, h, L, d_k)

@@ -20,10 +20,10 @@ from mha.steps import attention_scores, fused_attention, masked_softmax, attenti
 from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
 from .ch01 import positions
 from .gradients import expect_gradients
-from .guard import SDPA, torch_mha
-from .records import Ask, Which, predict_which
+from .guard import SDPA
+from .records import Ask, Which, attend, predict_which
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone, short_repr
+from .verdicts import checker, Mistake
 
 __all__ = ["check_rows_that_move", "check_dot_product_variance_scaled",
            "check_attention_weights"]
@@ -100,8 +100,6 @@ SCALED_QUESTION = {"d_k": 64, "var_q": 4.0, "var_k": 1.0}
 def check_dot_product_variance_scaled(answer):
     """``answer = (Var(q·k), Var(q·k / sqrt(d_k)), c)`` for d_k = 64, q entries of variance 4, k entries of
     variance 1 (independent, mean 0); c is the number q·k must be divided by to get variance 1."""
-    if is_stub(answer):
-        raise NotDone()
     if (isinstance(answer, np.ndarray) or is_plain_tensor(answer)) and tuple(answer.shape) == (3,):
         answer = list(answer)
     if not isinstance(answer, (tuple, list)) or len(answer) != 3:
@@ -137,7 +135,7 @@ def _matches(out, candidate) -> bool:
 # (B, h, L, S, d_k, d_v): L != S, d_k != d_v, and sqrt(d_k) != sqrt(d_v), so every width has to be read
 # from the right tensor. The second shape changes every size, so nothing may be hard-coded.
 WEIGHTS_SHAPES = [(2, 3, 4, 6, 5, 7), (3, 2, 3, 5, 8, 2)]
-WEIGHTS_FORBID = (SDPA, torch_mha(), attention, fused_attention, masked_softmax, attention_scores)
+WEIGHTS_FORBID = (SDPA, torch.nn.MultiheadAttention, attention, fused_attention, masked_softmax, attention_scores)
 
 
 def _qkv_dv(B, h, L, S, d_k, d_v, requires_grad=False):
@@ -162,10 +160,6 @@ def _weights_masks(B, h, L, S):
             ("每个头、每个 query 都不同的掩码", mixed)]
 
 
-def _reference_dv(q, k, v, mask):
-    return attention(q, k, v, mask)
-
-
 def _two_tensors(out, where):
     """The answer is ``(output, weights)``: two tensors (plain, finite)."""
     if isinstance(out, torch.Tensor):
@@ -187,49 +181,37 @@ def _call_dv(fn, q, k, v, mask):
 def _name_weights_mistake(out, weights, q, k, v, mask, where):
     """Name the typical mistakes, judged on the weights (and the output) of one case."""
     d_k, d_v = q.size(-1), v.size(-1)
-    ref_out, ref_w = _reference_dv(q, k, v, mask)
+    ref_out, ref_w = attention(q, k, v, mask)
     if weights.shape == ref_out.shape and out.shape == ref_w.shape and ref_w.shape != ref_out.shape:
         raise Mistake(f"{where}：output 和 weights 的顺序反了：先返回 output {tuple(ref_out.shape)}，再返回 weights {tuple(ref_w.shape)}")
     expect_shape(weights, ref_w.shape, f"{where}的 weights", hint="(B, h, L, S)：每个 query 一行，每个 key 一列")
     expect_shape(out, ref_out.shape, f"{where}的 output",
                  hint=f"(B, h, L, S) 的权重乘 (B, h, S, d_v) 的 V，最后一维是 d_v = {d_v}，不是 d_k = {d_k}")
-    raw = q.detach() @ k.detach().transpose(-2, -1)
-    keep = mask  # (B, h, L, S) bool, True = may attend
-    for scale, message in ((math.sqrt(d_v), f"除以了 √d_v：缩放看的是 Query 和 Key 的宽度 d_k = q.size(-1) = {d_k}，"
-                                            f"不是 V 的宽度 d_v = {d_v}"),
-                           (1.0, "忘了除以 √d_k"), (float(d_k), "除以的是 d_k，应该除以 √d_k")):
-        if scale != math.sqrt(d_k) and _matches(weights, masked_softmax(raw / scale, keep)):
-            raise Mistake(f"{where}：{message}")
-    if keep is None:
-        for dim, axis in ((-2, "Query 轴"), (1, "头的轴")):
-            if _matches(weights, torch.softmax(raw / math.sqrt(d_k), dim=dim)):
-                raise Mistake(f"{where}：softmax 沿错了轴（dim={dim}，{axis}）：要沿最后一维（Key 轴，dim=-1）做，"
-                              "让每个 Query 的一行权重加起来等于 1")
-    if _matches(weights, masked_softmax(raw / math.sqrt(d_k), keep).transpose(-2, -1)) and weights.shape[-1] == weights.shape[-2]:
-        raise Mistake(f"{where}：weights 被转置了：一行属于一个 query，一列属于一个 key")
-    if keep is None:
+    if _matches(weights, ref_w):
         return
-    flipped = raw.masked_fill(keep, -1e9) / math.sqrt(d_k)  # a row that sees every key averages, as with -1e9
-    if _matches(weights, masked_softmax(raw / math.sqrt(d_k), ~keep)) or _matches(weights, torch.softmax(flipped, -1)):
-        raise Mistake(f"{where}：掩码方向反了：True 表示“可以看”，要挡住的是 False 的位置")
-    unmasked = torch.softmax(raw / math.sqrt(d_k), dim=-1)
-    if _matches(weights, unmasked):
-        raise Mistake(f"{where}：没有用上掩码：weights 和不带掩码时一样")
-    if _matches(weights, unmasked.masked_fill(~keep, 0.0)):
-        raise Mistake(f"{where}：在 softmax 之后才挡：被挡住的权重是 0 了，可剩下的一行加起来不到 1；"
-                      "要在 softmax 之前把被挡住的分数换成一个很小的数")
+    wrongs = [(dict(scale=math.sqrt(d_v)), f"除以了 √d_v：缩放看的是 Query 和 Key 的宽度 d_k = q.size(-1) = {d_k}，"
+                                           f"不是 V 的宽度 d_v = {d_v}"),
+              (dict(scale=1.0), "忘了除以 √d_k"), (dict(scale=float(d_k)), "除以的是 d_k，应该除以 √d_k")]
+    if mask is None:
+        wrongs += [(dict(dim=dim), f"softmax 沿错了轴（dim={dim}，{axis}）：要沿最后一维（Key 轴，dim=-1）做，"
+                                   "让每个 Query 的一行权重加起来等于 1") for dim, axis in ((-2, "Query 轴"), (1, "头的轴"))]
+    else:
+        inverted = "掩码方向反了：True 表示“可以看”，要挡住的是 False 的位置"
+        wrongs += [(dict(invert=True), inverted), (dict(invert=True, zero=False), inverted),
+                   (dict(use_mask=False), "没有用上掩码：weights 和不带掩码时一样"),
+                   (dict(fill=False), "在 softmax 之后才挡：被挡住的权重是 0 了，可剩下的一行加起来不到 1；"
+                                      "要在 softmax 之前把被挡住的分数换成一个很小的数")]
+    name_the_match(weights, ((attend(q.detach(), k.detach(), v.detach(), mask, **{"zero": True, **switches})[1], why)
+                             for switches, why in wrongs), prefix=f"{where}：", same=_matches)
+    if _matches(weights, ref_w.transpose(-2, -1)):
+        raise Mistake(f"{where}：weights 被转置了：一行属于一个 query，一列属于一个 key")
 
 
 @checker("ch05", "5.3", "带掩码的注意力：d_v ≠ d_k，同时返回权重")
 def check_attention_weights(fn):
     """``fn(q, k, v, mask=None) -> (output, weights)``: q (B, h, L, d_k), k (B, h, S, d_k), v (B, h, S, d_v);
     mask None or a (B, h, L, S) boolean tensor, True = may attend, with at least one visible key per query.
-    Gradients reach q, k and v with the right values.
-
-    Forbidden (the prompt names them): ``mha.attention`` (alias ``scaled_dot_product_attention``),
-    ``mha.attention_scores``, ``mha.masked_softmax``, ``mha.fused_attention``, torch functions whose name
-    contains ``attention`` and ``nn.MultiheadAttention``.
-    """
+    Gradients reach q, k and v with the right values. Forbidden: :data:`WEIGHTS_FORBID`, as the prompt says."""
     for shape in WEIGHTS_SHAPES:
         B, h, L, S, d_k, d_v = shape
         q, k, v = _qkv_dv(*shape)
@@ -238,7 +220,7 @@ def check_attention_weights(fn):
             got = _call_dv(fn, q, k, v, mask)
             out, weights = _two_tensors(got, where)
             _name_weights_mistake(out, weights, q, k, v, mask, where)
-            ref_out, ref_w = _reference_dv(q, k, v, mask)
+            ref_out, ref_w = attention(q, k, v, mask)
             expect_close(weights, ref_w, f"{where}的 weights", hint="softmax(Q Kᵀ / √d_k)，被挡住的位置恰好是 0")
             expect_close(out, ref_out, f"{where}的 output", hint="output = weights @ V")
 
@@ -248,13 +230,11 @@ def check_attention_weights(fn):
     mask = _weights_masks(*shape[:4])[-1][1]  # different for every head and query
     where = "q、k、v 需要梯度时"
     out, weights = _two_tensors(_call_dv(fn, q, k, v, mask), where)
-    ref_out, ref_w = _reference_dv(q, k, v, mask)
+    ref_out, ref_w = attention(q, k, v, mask)
     expect_close(out, ref_out, f"{where}的 output")
     expect_gradients(out, {"q": q, "k": k, "v": v}, "你的 attention 函数的 output")
     g_out, g_w = torch.randn_like(ref_out), torch.randn_like(ref_w)
-    grads = torch.autograd.grad((out * g_out).sum() + (weights * g_w).sum(), (q, k, v), allow_unused=True)
+    grads = torch.autograd.grad((out * g_out).sum() + (weights * g_w).sum(), (q, k, v))  # all reached: see above
     want = torch.autograd.grad((ref_out * g_out).sum() + (ref_w * g_w).sum(), (q, k, v))
     for name, g, w in zip("qkv", grads, want):
-        if g is None:
-            raise Mistake(f"梯度传不到 {name}：output 或 weights 和 {name} 断开了（.detach()、no_grad 或重新建的张量？）")
         expect_close(g, w, f"{name} 的梯度", hint="weights 和 output 都要留在计算图里，用 masked_fill 而不是原地赋值")

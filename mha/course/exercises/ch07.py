@@ -14,19 +14,12 @@ from torch import nn
 
 from mha.layer import MultiHeadAttention
 from mha.steps import merge_heads, split_heads
-from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, part, same
+from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the_match, same
 from .records import dict_answer, expect_same_gradients
 from .running import call
 from .verdicts import checker, Mistake
 
 __all__ = ["check_head_matrix", "check_changed_outputs", "check_remove_head"]
-
-
-def _float_tensor(out, what: str) -> torch.Tensor:
-    out = expect_tensor(out, what)
-    if not out.is_floating_point():
-        raise Mistake(f"{what} 的 dtype 应该是浮点数（例如 torch.float32），实际是 {out.dtype}")
-    return out
 
 
 _matches = functools.partial(same, atol=1e-4)
@@ -78,7 +71,8 @@ def check_head_matrix(answer):
         for i in sorted({0, h - 1}, reverse=True):  # the last head first: i - 1 (counted from 1) is a head there
             where = f"d_model={d}、n_heads={h}、i={i} 时"
             try:
-                got = _float_tensor(call(answer["matrix"], layer, i, what='answer["matrix"]'), f"{where}的返回值")
+                got = call(answer["matrix"], layer, i, what='answer["matrix"]')
+                got = expect_tensor(got, f"{where}的返回值", floating=True)
             except Mistake as m:
                 if "运行时抛出了" in str(m) and ("shape" in str(m) or "size" in str(m)):
                     raise Mistake(f"{where}，{m}。提示：检查传进来的 layer 不是正文 512 维的层；形状和权重都要从参数 layer 读"
@@ -91,7 +85,7 @@ def check_head_matrix(answer):
                 expect_close(got, want, f"{where}的矩阵", hint="拿单位矩阵验证：torch.eye(d_model) 的每一行当作一个 x，"
                              "经过 W_v（不加偏置）、只留下头 i、再经过 W_o（不加偏置），得到的正是 M_i")
     d, h = RANK_QUESTION["d_model"], RANK_QUESTION["n_heads"]
-    rank = as_int(part(answer["max_rank"], 'answer["max_rank"]'), 'answer["max_rank"]')
+    rank = as_int(answer["max_rank"], 'answer["max_rank"]')
     truth = int(torch.linalg.matrix_rank(head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
     why = {d: f"{d} 是满秩：可 M = W^V_i W^O_i 中间只经过 d_k = {d // h} 维，乘积的秩不会超过这个宽度",
            h: f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制", (d // h) ** 2: "秩是线性无关的行（列）数，不超过 d_k，不是 d_k²"}
@@ -168,7 +162,8 @@ def check_changed_outputs(fn):
 REMOVE_CASES = [(2, 3, 3, 6, 3), (1, 2, 5, 8, 2), (2, 4, 2, 12, 4)]
 
 
-def _remove_layer(d_model: int, n_heads: int, seed: int) -> MultiHeadAttention:
+def biased_layer(d_model: int, n_heads: int, seed: int) -> MultiHeadAttention:
+    """A seeded layer whose four biases are large (normal), so that leaving one out shows."""
     torch.manual_seed(seed)
     layer = MultiHeadAttention(d_model, n_heads, dropout=0.0).eval()
     with torch.no_grad():
@@ -184,7 +179,7 @@ def _heads_from(layer, q_in, kv, values):
     return weights @ split_heads(values, layer.n_heads)  # (B, h, L, d_k)
 
 
-def _remove_reference(layer, q_in, kv, i):
+def head_removed(layer, q_in, kv, i):
     """The output when head i's result is replaced by zeros: W_o(concat with head i zeroed)."""
     heads = _heads_from(layer, q_in, kv, layer.W_v(kv))
     keep = torch.ones(layer.n_heads, 1, 1)
@@ -197,22 +192,19 @@ def check_remove_head(fn):
     """``fn(q_in (B, L, d_model), kv (B, S, d_model), layer mha.MultiHeadAttention, i) -> (B, L, d_model)``: the
     output of the cross-attention ``layer(q_in, kv, kv)`` when head i's result is replaced by zeros
     = out − head_i W^O_i (the bias stays); head_i has to be computed (project kv's Values, split, the weights of
-    ``need_weights=True``).
-
-    Nothing is forbidden; the inputs and the layer's parameters must not change; gradients reach q_in and kv.
-    """
+    ``need_weights=True``). Nothing is forbidden; gradients reach q_in and kv."""
     for seed, (B, L, S, d_model, h) in enumerate(REMOVE_CASES):
-        layer = _remove_layer(d_model, h, seed)
+        layer = biased_layer(d_model, h, seed)
         d_k = d_model // h
         q_in, kv = torch.randn(B, L, d_model), torch.randn(B, S, d_model)
         for i in sorted({0, h // 2, h - 1}):
             where = f"L={L}、S={S}、d_model={d_model}、n_heads={h}、i={i}"
             q_arg, kv_arg = q_in.clone().requires_grad_(), kv.clone().requires_grad_()
-            got = _float_tensor(call(fn, q_arg, kv_arg, layer, i, what="你的函数"), f"{where} 时的返回值")
+            got = expect_tensor(call(fn, q_arg, kv_arg, layer, i), f"{where} 时的返回值", floating=True)
             expect_shape(got, (B, L, d_model), f"{where} 时的返回值",
                          hint="关掉一个头，输出的形状不变：(B, L, d_model)，长度跟着 Query 走")
             with torch.no_grad():
-                want = _remove_reference(layer, q_in, kv, i)
+                want = head_removed(layer, q_in, kv, i)
                 out = layer(q_in, kv, kv)
                 W_O, bias = layer.W_o.weight.T, layer.W_o.bias  # W^O of the formula   (d_model, d_model)
                 head_i = _heads_from(layer, q_in, kv, layer.W_v(kv))[:, i]  # (B, L, d_k)
@@ -235,9 +227,9 @@ def check_remove_head(fn):
                     *((c, f"返回的是头 {i} 自己的贡献 head_i W^O_i：题目要的是关掉它之后的输出 out − head_i W^O_i")
                       for c in (head_i @ rows(i), head_i @ rows(i) + bias)),
                     (out, f"输出没有变：要减去头 {i} 的贡献 head_i W^O_i"),
-                    *((_remove_reference(layer, q_in, kv, j % h), f"你关掉的是头 {j % h}，不是头 {i}：i 是从 0 数的代码下标，"
+                    *((head_removed(layer, q_in, kv, j % h), f"你关掉的是头 {j % h}，不是头 {i}：i 是从 0 数的代码下标，"
                        f"heads[:, i] 就是头 i，不用{'加' if j > i else '减'} 1") for j in (i + 1, i - 1)),
-                    (_remove_reference(layer, q_in, q_in, i), "算成了 q_in 自己的自注意力：交叉注意力里 Key 和 Value 都来自 kv，"
+                    (head_removed(layer, q_in, q_in, i), "算成了 q_in 自己的自注意力：交叉注意力里 Key 和 Value 都来自 kv，"
                                                              "要调用 layer(q_in, kv, kv)"),
                     (minus(head_i, layer.W_o.weight[i * d_k:(i + 1) * d_k]),
                      "用的是 W_o.weight 的第 [i·d_k, (i+1)·d_k) 行：nn.Linear 存的是转置，W^O = W_o.weight.T，"
@@ -249,5 +241,5 @@ def check_remove_head(fn):
                 raise Mistake(f"{where} 时结果不对：先算出头 i 的结果 head_i（layer(q_in, kv, kv, need_weights=True) 给出每个头的权重，"
                               "乘上 split_heads(W_v(kv)) 的第 i 个头），输出 = Σ_j head_j W^O_j + b^O，关掉头 i 就是减去 head_i W^O_i")
             q_ref, kv_ref = (t.clone().requires_grad_() for t in (q_in, kv))
-            expect_same_gradients(got, _remove_reference(layer, q_ref, kv_ref, i), {"q_in": q_arg, "kv": kv_arg}, [q_ref, kv_ref],
+            expect_same_gradients(got, head_removed(layer, q_ref, kv_ref, i), {"q_in": q_arg, "kv": kv_arg}, [q_ref, kv_ref],
                                   f"{where} 时的返回值", hint="前向里有没有 .detach()、torch.no_grad()，或者把中间结果复制成了常数？")

@@ -18,20 +18,19 @@ from mha.interop import from_torch, to_torch
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, merge_heads, project, attention, split_heads
-from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, part, same
-from .guard import SDPA, torch_mha
-from .records import as_names, dict_answer, expect_same_gradients
+from .answers import as_int, as_number, expect_close, expect_tensor, name_the_match, same
+from .ch07 import biased_layer
+from .guard import SDPA
+from .records import as_names, attend, dict_answer, expect_same_gradients
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
 __all__ = ["check_zeroed_weight", "check_load_from_torch", "check_my_multihead_attention", "check_scale_bug"]
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
-
-def _LAYER_SHORTCUTS() -> tuple:
-    """What 8.3's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels."""
-    return (SDPA, torch_mha(), MultiHeadAttention, attention, split_heads, merge_heads,
-            attention_scores, project)
+# what 8.3's layer must not call: the course's layer and steps, PyTorch's layer and fused kernels
+LAYER_SHORTCUTS = (SDPA, nn.MultiheadAttention, MultiHeadAttention, attention, split_heads, merge_heads,
+                   attention_scores, project)
 
 
 # ---------------------------------------------------------------- 8.1 (predict an ablation: one Linear's weight set to 0)
@@ -60,11 +59,8 @@ def ablation_truth(name: str, causal: bool = False) -> frozenset:
     ``causal``: with a causal mask (the self-check's sibling case)."""
     q = ABLATION
     with torch.random.fork_rng():
-        torch.manual_seed(8)
-        layer = MultiHeadAttention(q["d_model"], q["n_heads"], dropout=0.0).eval()
+        layer = biased_layer(q["d_model"], q["n_heads"], seed=8)
         with torch.no_grad():
-            for linear in LINEARS:
-                getattr(layer, linear).bias.normal_()
             getattr(layer, name).weight.zero_()
             x = torch.randn(q["B"], q["L"], q["d_model"])
             out, weights = layer(x, x, x, causal_mask(q["L"]) if causal else None, need_weights=True)
@@ -179,40 +175,22 @@ def check_load_from_torch(fn):
 
 
 # ---------------------------------------------------------------- 8.3
-def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True, merge_ok=True,
-             use_wo=True, invert_mask=False, sqrt_d_model=False, swap_kv=False, use_mask=True, zero_blocked=False,
-             after_only=False, weights_too=False):
-    """The full forward pass with one deliberate mistake switched on (for diagnosing). ``zero_blocked``: the
-    masked weights are set to 0 after the softmax (as the solution does), else a query that sees no key gets 1/S.
-    ``after_only``: no mask before the softmax, the masked weights only set to 0 after it (rows sum to < 1).
-    ``weights_too``: return ``(output, weights)``."""
+def _variant(layer, q, k, v, mask, *, split_ok=True, merge_ok=True, use_wo=True, sqrt_d_model=False, swap_kv=False,
+             weights_too=False, **mistake):
+    """The full forward pass with one deliberate mistake switched on (for diagnosing): the layer's own here, the
+    attention's passed on to :func:`records.attend`. ``weights_too``: return ``(output, weights)``."""
     B, L, d = q.shape
-    S = k.shape[1]
     h = layer.n_heads
-    d_k = d // h
 
-    def split(x, n):
-        if split_ok:
-            return x.view(B, n, h, d_k).transpose(1, 2)  # (B, h, n, d_k)
-        return x.reshape(B, h, n, d_k)  # the bug: no transpose
+    def split(x):  # (B, h, n, d_k); the bug: straight to that shape, without the transpose
+        return split_heads(x, h) if split_ok else x.reshape(B, h, x.shape[1], d // h)
 
-    qh, kh, vh = split(layer.W_q(q), L), split(layer.W_k(k), S), split(layer.W_v(v), S)
+    qh, kh, vh = split(layer.W_q(q)), split(layer.W_k(k)), split(layer.W_v(v))
     if swap_kv:  # the projected keys used as values and the values as keys
         kh, vh = vh, kh
-    scores = qh @ kh.transpose(-2, -1)
-    if scale:
-        scores = scores / math.sqrt(d if sqrt_d_model else d_k)
-    if mask is not None and use_mask:
-        keep = mask != 0  # bool, whatever the mask's dtype
-        if invert_mask:
-            keep = ~keep
-        if not after_only:
-            scores = scores.masked_fill(~keep, -1e9)
-    weights = torch.softmax(scores, dim=softmax_dim)
-    if (zero_blocked or after_only) and mask is not None and use_mask:
-        weights = weights.masked_fill(~keep, 0.0)
-    heads = weights @ vh  # (B, h, L, d_k)
-    concat = heads.transpose(1, 2).reshape(B, L, d) if merge_ok else heads.reshape(B, L, d)
+    scale = math.sqrt(d) if sqrt_d_model else mistake.pop("scale", None)
+    heads, weights = attend(qh, kh, vh, mask, scale=scale, **mistake)
+    concat = merge_heads(heads) if merge_ok else heads.reshape(B, L, d)
     out = layer.W_o(concat) if use_wo else concat
     return (out, weights) if weights_too else out
 
@@ -220,16 +198,16 @@ def _variant(layer, q, k, v, mask, *, scale=True, softmax_dim=-1, split_ok=True,
 AFTER_ONLY = ("在 softmax 之后才挡、没有重新归一化：被挡住的 key 已经在分母里分走了概率，每行权重之和 < 1。"
               "要在 softmax 之前把被挡住的分数填成很小的数；softmax 之后的置 0 只管一个 key 也看不到的 query")
 MISTAKES = [
-    (dict(scale=False), "忘了除以 √d_k：scores = Q Kᵀ / √d_k"),
-    (dict(softmax_dim=-2), "softmax 的轴错了：要在最后一维（Key 的轴，dim=-1）上做 softmax，让每个 Query 的权重加起来是 1"),
+    (dict(scale=1.0), "忘了除以 √d_k：scores = Q Kᵀ / √d_k"),
+    (dict(dim=-2), "softmax 的轴错了：要在最后一维（Key 的轴，dim=-1）上做 softmax，让每个 Query 的权重加起来是 1"),
     (dict(split_ok=False), "分头时直接 view/reshape 成 (B, h, L, d_k) 而没有先 view 成 (B, L, h, d_k) 再 transpose(1, 2)，不同 token 的数被混在一起了"),
     (dict(merge_ok=False), "Concat 时没有先 transpose(1, 2) 回 (B, L, h, d_k) 就 view 成 (B, L, d_model)，各个头的结果拼错了位置"),
     (dict(use_wo=False), "忘了最后的 Linear W^O：Concat 之后还要经过 self.W_o"),
-    (dict(invert_mask=True), "掩码的方向反了：mask 为 1/True 的位置可以看，为 0/False 的位置才要填 -1e9（masked_fill(mask == 0, -1e9)）"),
+    (dict(invert=True), "掩码的方向反了：mask 为 1/True 的位置可以看，为 0/False 的位置才要填 -1e9（masked_fill(mask == 0, -1e9)）"),
     (dict(use_mask=False), "传进来的 mask 没有用上：在 softmax 之前 scores.masked_fill(mask == 0, -1e9)"),
     (dict(sqrt_d_model=True), "缩放用了 √d_model：每个头的点积只有 d_k = d_model / h 项，应该除以 √d_k"),
     (dict(swap_kv=True), "K 和 V 的角色用反了：scores 用投影后的 K（self.W_k(K)）算，加权求和的是投影后的 V（self.W_v(V)）"),
-    (dict(after_only=True), AFTER_ONLY),
+    (dict(fill=False), AFTER_ONLY),
 ]
 
 # (kind, d_model, h, B, L, S): self-attention without a mask argument, cross-attention (L != S) with mask=None,
@@ -282,7 +260,7 @@ def _reject_ready_made(cls) -> None:
 def _build(cls, d_model, h) -> nn.Module:
     """Construct the student's layer (no shortcuts) and check its four Linears."""
     try:
-        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=_LAYER_SHORTCUTS())
+        layer = call(cls, d_model, h, what=f"{cls.__name__}(d_model={d_model}, n_heads={h})", forbid=LAYER_SHORTCUTS)
     except Mistake as m:
         if "before Module.__init__() call" in str(m):
             raise Mistake(f"{m}。提示：__init__ 的第一行要写 super().__init__()，之后才能给 self 挂 nn.Linear") from None
@@ -304,36 +282,40 @@ def _build(cls, d_model, h) -> nn.Module:
         dtypes.add(linear.weight.dtype)
     if len(dtypes) > 1 or not dtypes <= {torch.float32, torch.float64}:
         raise Mistake(f"W_q, W_k, W_v, W_o 的 dtype 应该都是 float32（nn.Linear 的默认），实际是 {sorted(map(str, dtypes))}")
-    _check_forward_signature(layer, cls)
+    _check_forward_signature(layer, cls, [
+        ((1, 2, 3, 4), "forward 要接受 4 个参数 forward(Q, K, V, mask=None)：检查会把掩码作为第 4 个参数传进去"),
+        ((1, 2, 3), "forward 的 mask 要有默认值 None：forward(Q, K, V, mask=None)，不传 mask 就是不加掩码")])
     return layer.eval()  # no dropout while comparing
 
 
-def _check_forward_signature(layer, cls) -> None:
-    """``forward(Q, K, V, mask=None)``: four positional arguments, the mask optional."""
+def _check_forward_signature(layer, cls, calls, **kwargs) -> None:
+    """``layer.forward`` must accept each of ``calls`` ``[(positional arguments, why not)]`` (and ``kwargs``)."""
     try:
         signature = inspect.signature(layer.forward)
     except (TypeError, ValueError):
         return
-    for n_args, message in ((4, "forward 要接受 4 个参数 forward(Q, K, V, mask=None)：检查会把掩码作为第 4 个参数传进去"),
-                            (3, "forward 的 mask 要有默认值 None：forward(Q, K, V, mask=None)，不传 mask 就是不加掩码")):
+    for args, message in calls:
         try:
-            signature.bind(*range(n_args))
+            signature.bind(*args, **kwargs)
         except TypeError:
             raise Mistake(f"{cls.__name__}.{message}") from None
 
 
-def _load(student, reference) -> None:
+def _pair(cls, d_model, h):
+    """The student's layer and the answer key (float64) holding the same weights, and the student's dtype."""
+    student, reference = _build(cls, d_model, h), from_torch(_torch_reference(d_model, h))
     with torch.no_grad():
         for name in LINEARS:
             getattr(student, name).weight.copy_(getattr(reference, name).weight)
             getattr(student, name).bias.copy_(getattr(reference, name).bias)
+    return student, reference, student.W_q.weight.dtype
 
 
 def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Tensor:
     """Run the student's forward (no shortcuts, inputs unchanged) and check what comes back;
     ``nan_why`` names a NaN in the output (a case whose mask blocks whole rows)."""
     B, h, L, S, d_model = shape
-    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=_LAYER_SHORTCUTS())
+    out = call(student.forward, *args, what=f"{cls.__name__}.forward", forbid=LAYER_SHORTCUTS)
     if nan_why and isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isnan(out).any():
         raise Mistake(nan_why)
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
@@ -341,19 +323,14 @@ def _forward(student, cls, args, shape, nan_why: str | None = None) -> torch.Ten
             raise Mistake("forward 返回了 (weights, ...)：need_weights=False（默认）时只返回输出张量 (B, L, d_model)")
         raise Mistake("need_weights=False（默认）时 forward 只返回输出张量 (B, L, d_model)，"
                       "(output, weights) 元组只在 need_weights=True 时返回")
-    out = expect_tensor(out, "forward 的返回值")
-    if not out.is_floating_point():
-        raise Mistake(f"forward 的返回值的 dtype 应该是浮点数，实际是 {out.dtype}")
+    out = expect_tensor(out, "forward 的返回值", floating=True)
     if tuple(out.shape) == (B, h, L, S):
         raise Mistake(f"forward 返回的是注意力权重 (B, h, L, S) = {(B, h, L, S)}，应该返回输出 (B, L, d_model)")
     return out
 
 
 def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
-    student = _build(cls, d_model, h)
-    dtype = student.W_q.weight.dtype
-    reference = from_torch(_torch_reference(d_model, h))  # float64, the answer key
-    _load(student, reference)
+    student, reference, dtype = _pair(cls, d_model, h)
     q = torch.randn(B, L, d_model, dtype=torch.float64)
     # self-attention: Q = K = V; every other case: three distinct tensors, so that K and V cannot be swapped unseen
     k, v = (q, q) if kind in ("self", "causal") else (torch.randn(B, S, d_model, dtype=torch.float64) for _ in "kv")
@@ -373,7 +350,7 @@ def _check_case(cls, kind, d_model, h, B, L, S, mask) -> None:
             if same(out, reference(q, v, k, mask=mask)):
                 raise Mistake(f"K 和 V 用反了：键来自 self.W_k(K)，值来自 self.W_v(V)（{where}；这里 K 和 V 是两个不同的张量）")
     with torch.no_grad():
-        name_the_match(out, ((_variant(reference, q, k, v, mask, zero_blocked=zero, **switches), why)
+        name_the_match(out, ((_variant(reference, q, k, v, mask, zero=zero, **switches), why)
                              for switches, why in MISTAKES for zero in (False, True)),
                        suffix=f"（{where}）", same=same)
     expect_close(out, want, f"{kind} 情形（d_model={d_model}, h={h}, L={L}, S={S}）的输出",
@@ -411,23 +388,16 @@ WEIGHT_CASES = ("cross", "causal", "padding", "blocked")  # the weights of these
 def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
     """``forward(Q, K, V, mask, need_weights=True)`` -> ``(output, weights)``, weights (B, h, L, S): the ones the
     output used (a query that sees no key: all 0), one set per head."""
-    student = _build(cls, d_model, h)
-    try:
-        inspect.signature(student.forward).bind(1, 2, 3, None, need_weights=True)
-    except TypeError:
-        raise Mistake(f"{cls.__name__}.forward 还要接受参数 need_weights=False："
-                      "forward(Q, K, V, mask=None, need_weights=False)；need_weights=True 时返回 (输出, 每个头的权重)") from None
-    except ValueError:
-        pass
-    reference = from_torch(_torch_reference(d_model, h))
-    _load(student, reference)
-    dtype = student.W_q.weight.dtype
+    student, reference, dtype = _pair(cls, d_model, h)
+    _check_forward_signature(student, cls, [((1, 2, 3, None), "forward 还要接受参数 need_weights=False：forward(Q, K, V, "
+                                              "mask=None, need_weights=False)；need_weights=True 时返回 (输出, 每个头的权重)")],
+                             need_weights=True)
     q, k, v = (torch.randn(B, n, d_model, dtype=torch.float64) for n in (L, S, S))
     with torch.no_grad():
         want, want_w = reference(q, k, v, mask=mask, need_weights=True)
     where = f"（{kind} 情形：d_model={d_model}, h={h}, L={L}, S={S}）"
     got = call(student.forward, q.to(dtype), k.to(dtype), v.to(dtype), mask, need_weights=True,
-               what=f"{cls.__name__}.forward(..., need_weights=True)", forbid=_LAYER_SHORTCUTS())
+               what=f"{cls.__name__}.forward(..., need_weights=True)", forbid=LAYER_SHORTCUTS)
     if not (isinstance(got, tuple) and len(got) == 2):
         raise Mistake(f"need_weights=True 时 forward 要返回一个元组 (output, weights)，实际返回的是 {type(got).__name__}"
                       + ("（只有输出：权重没有返回）" if isinstance(got, torch.Tensor) else ""))
@@ -443,7 +413,7 @@ def _check_weights(cls, kind, d_model, h, B, L, S, mask) -> None:
                       f"这里要每个头各自的权重，形状 (B, h, L, S) = {(B, h, L, S)}")
     with torch.no_grad():
         _, lecture_w = _variant(reference, q, k, v, mask, weights_too=True)  # -1e9, nothing zeroed afterwards
-        _, after_w = _variant(reference, q, k, v, mask, after_only=True, weights_too=True)
+        _, after_w = _variant(reference, q, k, v, mask, fill=False, weights_too=True)
         raw = split_heads(reference.W_q(q), h) @ split_heads(reference.W_k(k), h).transpose(-2, -1) / math.sqrt(d_model // h)
     name_the_match(weights, [
         (lecture_w, "返回的权重里，一个 key 也看不到的 query 是均匀的 1/S：返回的应该是输出真正用到的权重，"
@@ -462,13 +432,8 @@ def check_my_multihead_attention(cls):
     """``cls(d_model, n_heads)`` with Linears ``W_q, W_k, W_v, W_o``; ``forward(Q, K, V, mask=None, need_weights=False)``
     -> (B, L, d_model), with ``need_weights=True`` the tuple ``(output, weights)``, weights (B, h, L, S) per head.
     A query that sees no key gets zero weights, so its output is ``W_o.bias`` (the lecture's -1e9 gives 1/S: named).
-    The lecture's class plus that one fix still fails: it returns no weights (named).
-
-    Forbidden (while constructing and in forward): ``mha``, ``F.scaled_dot_product_attention``,
-    ``nn.MultiheadAttention``. The inputs must not change; gradients must reach Q, K, V and the weights.
-    """
-    if is_stub(cls):
-        raise NotDone()
+    The lecture's class plus that one fix still fails: it returns no weights (named). Forbidden:
+    :data:`LAYER_SHORTCUTS`. Gradients must reach Q, K, V and the weights."""
     if not isinstance(cls, type):
         raise Mistake(f"请把类本身（例如 MyMultiHeadAttention）交给检查函数，而不是 {type(cls).__name__}")
     _reject_ready_made(cls)
@@ -489,10 +454,7 @@ def check_my_multihead_attention(cls):
     # Gradients: a layer that cannot train is wrong. Cross-attention with a padding mask, Q, K, V distinct.
     # The gradient values are compared with the reference's, not only their existence.
     d_model, h, B, L, S = 12, 3, 2, 3, 5
-    student = _build(cls, d_model, h)
-    reference = from_torch(_torch_reference(d_model, h))
-    _load(student, reference)
-    dtype = student.W_q.weight.dtype
+    student, reference, dtype = _pair(cls, d_model, h)
     Q, K, V = (torch.randn(B, n, d_model, dtype=torch.float64) for n in (L, S, S))
     mask = padding_mask_from_lengths([S, 2], S)
     ins = [t.to(dtype).requires_grad_() for t in (Q, K, V)]
@@ -509,13 +471,11 @@ def check_my_multihead_attention(cls):
             _check_weights(cls, kind, d_model, h, B, L, S, _mask(kind, B, L, S))
 
     # The same weights in nn.MultiheadAttention (the notebook's final comparison).
-    torch_ref = _torch_reference(8, 2)
-    student = _build(cls, 8, 2)
-    _load(student, from_torch(torch_ref))
+    student, _, dtype = _pair(cls, 8, 2)
     x = torch.randn(2, 3, 8, dtype=torch.float64)
-    out = _forward(student, cls, (x.to(student.W_q.weight.dtype),) * 3, (2, 2, 3, 3, 8))
+    out = _forward(student, cls, (x.to(dtype),) * 3, (2, 2, 3, 3, 8))
     with torch.no_grad():
-        want = torch_ref(x, x, x)[0]
+        want = _torch_reference(8, 2)(x, x, x)[0]
     expect_close(out, want, "和 nn.MultiheadAttention 的比较")
 
 
@@ -538,13 +498,13 @@ def check_scale_bug(answer):
     differ from the right ones when n_heads = 8."""
     dict_answer(answer, ("right_anyway_heads", "factor"), '{"right_anyway_heads": 整数, "factor": 数}')
     d, h = SCALE_QUESTION["d_model"], SCALE_QUESTION["n_heads"]
-    heads = as_int(part(answer["right_anyway_heads"], 'answer["right_anyway_heads"]'), 'answer["right_anyway_heads"]')
+    heads = as_int(answer["right_anyway_heads"], 'answer["right_anyway_heads"]')
     if heads < 1 or d % heads:
         raise Mistake(f'answer["right_anyway_heads"] = {heads}：头数要能整除 d_model = {d}')
     if abs(_scores_ratio(d, heads) - 1) > 1e-9:
         raise Mistake(f'answer["right_anyway_heads"] = {heads} 时 d_k = {d // heads} ≠ d_model，两种缩放不一样；'
                       "什么时候 d_k = d_model / n_heads 正好等于 d_model？")
-    factor = as_number(part(answer["factor"], 'answer["factor"]'), 'answer["factor"]')
+    factor = as_number(answer["factor"], 'answer["factor"]')
     want = _scores_ratio(d, h)
     if abs(factor - want) <= 0.01 * want:
         return

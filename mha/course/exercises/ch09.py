@@ -4,10 +4,6 @@
 * 9.2 after attention: each sentence's mean over its real tokens only (PAD anywhere),
 * 9.3 predict which rows of the weights and of the output change when only PAD's word vector changes,
 * 9.4 predict how many attention weights are exactly 0 after padding.
-
-The answer keys come from the course package itself (:func:`mha.padding_mask`, the steps of
-:mod:`mha.steps`), computed by the checker, never by the student's code: the student's code
-runs under :func:`call`, which forbids the shortcuts each prompt rules out.
 """
 from __future__ import annotations
 
@@ -21,7 +17,7 @@ from .answers import as_int, expect_close, expect_shape, expect_tensor, name_the
 from .gradients import expect_gradients
 from .records import Ask, Which, check_mask, predict_which
 from .running import call
-from .verdicts import checker, is_stub, Mistake, NotDone
+from .verdicts import checker, Mistake
 
 __all__ = ["check_padding_mask", "check_masked_mean", "check_pad_change", "check_zero_weights"]
 
@@ -40,24 +36,13 @@ PADDING_CASES = [
 
 @checker("ch09", "9.1", "从 token id 构造 padding 掩码")
 def check_padding_mask(fn):
-    """``fn(token_ids (B, S) int64, pad_id int) -> (B, 1, 1, S) bool``, True = real token (may attend).
-
-    Accepted: exactly shape (B, 1, 1, S) and dtype torch.bool. Rejected with a
-    named mistake: a call of ``mha`` (``mha.padding_mask``), inverted polarity
-    (True at PAD), ``>``/``<`` instead of ``!=``, a hard-coded PAD id, shape
-    (B, S) or another layout, 0/1 integers or floats instead of bool, a
-    mutated input.
-    """
+    """``fn(token_ids (B, S) int64, pad_id int) -> (B, 1, 1, S) bool``, True = real token (may attend)."""
     for ids, pad_id in PADDING_CASES:
         token_ids = torch.tensor(ids)
         B, S = token_ids.shape
         out = expect_tensor(call(fn, token_ids, pad_id, what="你的 padding mask 函数", forbid=(padding_mask, padding_mask_from_lengths),
                                  shortcut_hint="请用比较运算和索引这些基本运算自己搭出掩码"),
                             "你的 padding mask")
-        if tuple(out.shape) == (B, S):
-            raise Mistake(f"形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S) = {(B, S)}。"
-                          "(B, S) 与 scores 的 (B, h, L, S) 按右端对齐广播时，B 会被对到 L 上——"
-                          "B == L 时不报错却悄悄算错；用 [:, None, None, :] 插入两个长度为 1 的轴")
         want, cols = padding_mask(token_ids, pad_id), lambda m: m[:, None, None, :]  # (B, 1, 1, S)
         named = [(~want, "掩码的极性反了：你在 PAD 的位置放了 True。本课约定 True = 可以被关注（真实 token），"
                          "PAD 处应为 False——这和 torch.nn.MultiheadAttention 的 key_padding_mask（True = 忽略）正好相反"),
@@ -70,7 +55,10 @@ def check_padding_mask(fn):
                              f"（这一组 pad_id={pad_id}，输入 {ids}）；真实 token 就是“id 不等于 pad_id”，用 `!=`")
                    for op, m in ((">", token_ids > pad_id), ("<", token_ids < pad_id)) if 0 < int(m.sum()) < m.numel()]]
         check_mask(out, want, "你的 padding mask", named=named, hint="掩码要能广播到 scores 的 (B, h, L, S)：头的轴和 query 的轴都写成 1",
-                   bad_hint=f"位置不对：输入 {ids}，pad_id={pad_id}，应该得到 {want[:, 0, 0].tolist()}")
+                   bad_hint=f"位置不对：输入 {ids}，pad_id={pad_id}，应该得到 {want[:, 0, 0].tolist()}",
+                   shapes=[((B, S), f"形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S) = {(B, S)}。"
+                                    "(B, S) 与 scores 的 (B, h, L, S) 按右端对齐广播时，B 会被对到 L 上——"
+                                    "B == L 时不报错却悄悄算错；用 [:, None, None, :] 插入两个长度为 1 的轴")])
 
 
 # ---------------------------------------------------------------- 9.2 (after attention: average the real tokens only)
@@ -189,8 +177,6 @@ def zero_weights_truth(B, h, L, lengths) -> int:
 def check_zero_weights(answer):
     """``answer``: how many entries of the (B, h, L, L) weights are exactly 0 for B = 2 sentences of L = 4 tokens
     with lengths [4, 2], h = 2 heads and the key padding mask (B, 1, 1, S)."""
-    if is_stub(answer):
-        raise NotDone()
     n = as_int(answer, "你的答案")
     q = ZERO_QUESTION
     B, h, L, lengths = q["B"], q["h"], q["L"], q["lengths"]

@@ -5,13 +5,8 @@
   conventions: ours (B, 1, L, L), True = may attend, and nn.MultiheadAttention's (B·h, L, L), True = not allowed,
 * 10.3 predict which row of a (B, S) mask masks scores[b, i, t] when it is handed over as (B, S) or (B, 1, S),
 * 10.4 a KV-cache step: where the causal mask is aligned.
-
-The answer keys come from the course package (:mod:`mha.masks`, :mod:`mha.steps`), computed by
-the checker; the student's code runs under :func:`call`, which forbids the shortcuts.
 """
 from __future__ import annotations
-
-import functools
 
 import torch
 
@@ -48,11 +43,7 @@ def _band(L: int, lo: int, hi: int) -> torch.Tensor:
 
 @checker("ch10", "10.1", "带窗口的因果掩码")
 def check_window_mask(fn):
-    """``fn(L, w) -> (L, L) bool``: query i may see key j iff i - w < j <= i (w keys, itself included).
-
-    Accepted: exactly shape (L, L) and dtype torch.bool, for several (L, w), w >= L included.
-    Forbidden: ``mha.causal_mask`` (and the step that applies it).
-    """
+    """``fn(L, w) -> (L, L) bool``: query i may see key j iff i - w < j <= i (w keys, itself included)."""
     for L, w in WINDOW_CASES:
         out = call(fn, L, w, what="你的窗口掩码函数", forbid=(causal_mask, apply_causal), shortcut_hint=MASK_HINT)
         check_mask(out, window_mask(L, w), f"window_mask({L}, {w})", hint="行是 query t，列是 key s：(L, L)", named=[
@@ -94,9 +85,6 @@ def _check_ours(out, token_ids, pad_id, where) -> torch.Tensor:
     """The first mask, ours: (B, 1, L, L) bool, True = may attend; returns the right one."""
     B, L = token_ids.shape
     out = expect_tensor(out, f"{where}（第一个，mha 的约定）")
-    if tuple(out.shape) == (B, L, L):
-        raise Mistake(f"第一个掩码的形状应该是 (B, 1, L, L) = {(B, 1, L, L)}，你返回的是 (B, L, L)。少了头的轴："
-                      "和 scores 的 (B, h, L, L) 右对齐广播时 B 会被对到 h 上；在第 1 维留一个长度为 1 的轴")
     keep = token_ids != pad_id  # (B, L)
     causal = torch.ones(L, L, dtype=torch.bool).tril()
     pad_cols = keep[:, None, None, :]  # PAD hides a column (key)
@@ -105,7 +93,9 @@ def _check_ours(out, token_ids, pad_id, where) -> torch.Tensor:
     want = pad_cols & causal
     check_mask(out, want, f"{where}（第一个，mha 的约定）",
                hint="(B, 1, 1, L) 的 padding 部分与 (L, L) 的因果部分广播，得到 (B, 1, L, L)",
-               bad_hint="query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD", named=[
+               bad_hint="query t 能看 key s 当且仅当 s ≤ t 且第 s 个 token 不是 PAD",
+               shapes=[((B, L, L), f"第一个掩码的形状应该是 (B, 1, L, L) = {(B, 1, L, L)}，你返回的是 (B, L, L)。少了头的轴："
+                                   "和 scores 的 (B, h, L, L) 右对齐广播时 B 会被对到 h 上；在第 1 维留一个长度为 1 的轴")], named=[
         ((token_ids != 0)[:, None, None, :] & causal, "你把 id 0 当成了 PAD；pad_id 不一定是 0，要和参数 pad_id 比较"),
         (by_length[:, None, None, :] & causal, "你按“真实 token 的个数”挡住了后面的位置，好像 PAD 都在句子末尾。"
                                                "PAD 可能在句子中间，要逐个 token 判断是不是 PAD（dec_ids != pad_id）"),
@@ -126,21 +116,17 @@ def _check_theirs(out, ours, n_heads, where) -> None:
     """The second mask, nn.MultiheadAttention's attn_mask: (B·h, L, L) bool, True = not allowed, b·h + i."""
     B, _, L, _ = ours.shape
     what = f"{where}（第二个，{TORCH_WHAT}）"
-    out = expect_tensor(out, what)
-    shape = tuple(out.shape)
-    if shape in ((B, n_heads, L, L), (B, 1, L, L)):
-        raise Mistake(f"{what}是 4 维的 {shape}：nn.MultiheadAttention 的 attn_mask 只收 (L, S) 或 (B·h, L, S) = "
-                      f"{(B * n_heads, L, L)}，每句的每个头各一张，叠在第 0 维")
-    if shape == (B, L, L) and n_heads > 1:
-        raise Mistake(f"{what}的形状是 (B, L, L) = {shape}：少了头。nn.MultiheadAttention 要的是 (B·h, L, L) = "
-                      f"{(B * n_heads, L, L)}，每句的 h 个头各一张（n_heads = {n_heads}）")
-    if shape == (L, L) and B > 1:
-        raise Mistake(f"{what}是一张 (L, L)：它对所有句子都一样，装不下每句不同位置的 PAD；"
-                      f"要给 (B·h, L, L) = {(B * n_heads, L, L)}")
     want = torch_attn_mask(ours, n_heads)
     head_major = ~ours[:, 0].repeat(n_heads, 1, 1)  # index i·B + b
     check_mask(out, want, what, hint="(B·h, L, L)：第 b 句第 i 个头是第 b·h + i 张",
-               bad_hint="True 表示“不许看”：我们的掩码取反", named=[
+               bad_hint="True 表示“不许看”：我们的掩码取反", shapes=[
+        *((shape, f"{what}是 4 维的 {shape}：nn.MultiheadAttention 的 attn_mask 只收 (L, S) 或 (B·h, L, S) = "
+                  f"{(B * n_heads, L, L)}，每句的每个头各一张，叠在第 0 维")
+          for shape in ((B, n_heads, L, L), (B, 1, L, L))),
+        ((B, L, L), f"{what}的形状是 (B, L, L) = {(B, L, L)}：少了头。nn.MultiheadAttention 要的是 (B·h, L, L) = "
+                    f"{(B * n_heads, L, L)}，每句的 h 个头各一张（n_heads = {n_heads}）"),
+        ((L, L) if B > 1 else None, f"{what}是一张 (L, L)：它对所有句子都一样，装不下每句不同位置的 PAD；"
+                                    f"要给 (B·h, L, L) = {(B * n_heads, L, L)}")], named=[
         (~want, "没有取反：nn.MultiheadAttention 的布尔 attn_mask 里 True 表示“不许看”，和 mha 的约定正好相反；"
                 "把第一个掩码取反（~）"),
         (head_major, "顺序错了：nn.MultiheadAttention 把第 b 句第 i 个头放在第 b·h + i 张（句子在外层、头在里层）；"
@@ -153,9 +139,7 @@ def _check_theirs(out, ours, n_heads, where) -> None:
 def check_decoder_mask(fn):
     """``fn(dec_ids (B, L) long, pad_id, n_heads) -> (ours, theirs)``: ``ours`` (B, 1, L, L) bool, query i may see
     key j iff j <= i and token j is not PAD; ``theirs`` the same rule as ``nn.MultiheadAttention``'s attn_mask,
-    (B·h, L, L) bool, True = not allowed, sentence b's head i at b·h + i. Forbidden: the builders
-    ``mha.padding_mask``, ``mha.padding_mask_from_lengths``, ``mha.causal_mask``, the converters
-    ``mha.masks.to_torch_attn_mask``/``to_torch_key_padding_mask`` (and the steps that apply or normalise masks)."""
+    (B·h, L, L) bool, True = not allowed, sentence b's head i at b·h + i, without the mask builders of ``mha``."""
     for (ids, pad_id), n_heads in zip(DECODER_CASES, DECODER_HEADS):
         token_ids = torch.tensor(ids)
         got = call(fn, token_ids, pad_id, n_heads, what="你的掩码函数",
@@ -189,21 +173,10 @@ def rows_used(name: str, n: int = ALIGN_SIZE, S: int = 5) -> dict:
     return {(b, i, t): int(scores[b, i, t].argmax()) for b in range(n) for i in range(n) for t in range(n)}
 
 
-@functools.lru_cache(maxsize=None)
 def right_candidates() -> frozenset:
-    """The candidates that mask every (b, i, t) with row b, for B = h = L and for B, h, L all different."""
-    good = set()
-    for name in CANDIDATES:
-        try:
-            for B, h, L in ((ALIGN_SIZE,) * 3, (2, 3, 4)):
-                m = torch.rand(B, 6) > 0.5
-                got = torch.zeros(B, h, L, 6).masked_fill(~_expand(name, m), 1.0)
-                if not torch.equal(got, (~m)[:, None, None].expand(B, h, L, 6).float()):
-                    raise ValueError(name)
-            good.add(name)
-        except (RuntimeError, ValueError):
-            pass
-    return frozenset(good)
+    """The candidates that mask every scores[b, i, t] with row b, measured by :func:`rows_used` (B = h = L: the
+    others run there too, and pick row t or i)."""
+    return frozenset(name for name in CANDIDATES if all(r == b for (b, _, _), r in rows_used(name).items()))
 
 
 ROW_WHY = {

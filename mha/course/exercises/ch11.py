@@ -7,8 +7,6 @@
   seconds) and measures it;
 * 11.3 why not too many heads: the multiplications of all heads' scores and the largest rank one head's
   (L, S) score matrix can have, for any B, L, S, d_model, h.
-
-The answer keys are computed here, from the task's definition and :mod:`mha.course.toy_task`.
 """
 from __future__ import annotations
 

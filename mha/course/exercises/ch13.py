@@ -3,9 +3,6 @@
 * 13.1 pad a batch of numerals of different lengths and build its padding mask,
 * 13.2 force the first digits (a prefix) into the KV cache, then let the model go on greedily,
 * 13.3 a forward pre-hook on ``W_o`` that ablates (zeroes) one head.
-
-Answer keys come from the course package (``mha.course.numerals``), computed by the checker; the
-student's code runs under :func:`call`, and the shortcuts each prompt rules out are refused.
 """
 from __future__ import annotations
 
@@ -13,10 +10,16 @@ import functools
 
 import torch
 
+from mha.layer import MultiHeadAttention
+from mha.masks import padding_mask
+from ..numerals import evaluate, load_pretrained
+from ..numerals.data import BOS, EOS, MAX_TARGET_LEN, SRC_ID, TGT_TOKENS, encode_source
+from ..numerals.model import NumeralTransformer, ablate_heads, zero_head_hook
 from .answers import as_parts, expect_close, expect_shape, expect_tensor
+from .ch07 import head_removed
 from .records import check_mask
 from .running import call
-from .verdicts import checker, exception_text, is_stub, Mistake, NotDone
+from .verdicts import checker, exception_text, Mistake
 
 __all__ = ["check_pad_numerals", "check_continue_prefix", "check_zero_head_hook"]
 
@@ -41,19 +44,14 @@ def _pad_reference(words, vocab, pad_id):
 
 @checker("ch13", "13.1", "把长短不一的中文数字补齐成一批，并做 padding mask")
 def check_pad_numerals(fn):
-    """``fn(words list[str], vocab dict[str, int], pad_id int) -> (ids (B, S) long, mask (B, 1, 1, S) bool)``.
-
-    S is the longest numeral of the batch; PAD goes on the right; True = real character.
-    Refused: calling anything of ``mha`` (``encode_source``, ``padding_mask``).
-    """
-    from ..numerals.data import SRC_ID
-
+    """``fn(words list[str], vocab dict[str, int], pad_id int) -> (ids (B, S) long, mask (B, 1, 1, S) bool)``:
+    S is the longest numeral of the batch; PAD goes on the right; True = real character."""
     real = [c for c in SRC_ID if c != "<pad>"]
     shuffled = torch.randperm(len(real), generator=torch.Generator().manual_seed(131)).tolist()
     vocabularies = [{c: SRC_ID[c] for c in real},  # the book's ids, then ids the student cannot know in advance
                     {c: 20 + shuffled[i] for i, c in enumerate(real)}]
     for (words, pad_id), vocab in [(case, v) for v in vocabularies for case in PAD_CASES]:
-        out = call(fn, list(words), dict(vocab), pad_id, what="你的补齐函数", forbid=_pad_shortcuts())
+        out = call(fn, list(words), dict(vocab), pad_id, what="你的补齐函数", forbid=PAD_SHORTCUTS)
         ids, mask = (expect_tensor(t, n) for t, n in zip(as_parts(out, 2, "你的补齐函数应该返回两个值 (ids, mask)"), ("ids", "mask")))
         want_ids, want_mask = _pad_reference(words, vocab, pad_id)
         B, S = want_ids.shape
@@ -78,100 +76,75 @@ def check_pad_numerals(fn):
             raise Mistake(f"ids 有位置不对，例如下标 {tuple(bad)}：输入 {words}、pad_id={pad_id}，应该是 {want_ids.tolist()}")
         if ids.dtype != torch.long:
             raise Mistake(f"ids 的数值对了，但 dtype 是 {ids.dtype}；Embedding 要 torch.long")
-        if tuple(mask.shape) == (B, S):
-            raise Mistake(f"mask 的形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S)。"
-                          "它要和 scores 的 (B, h, L, S) 对齐：用 [:, None, None, :] 插入头和 query 两个轴")
-        if tuple(mask.shape) in ((B, 1, S, 1), (B, S, 1)):
-            raise Mistake("mask 屏蔽的是 key（最后一个轴，列），不是 query：形状应该是 (B, 1, 1, S)")
         hard_coded = [((ids != 0)[:, None, None, :], f"用了 `ids != 0`，把 PAD 的 id 写死成了 0；这一组的 pad_id 是 {pad_id}")]
-        check_mask(mask, want_mask, "mask", hint="padding mask 的形状是 (B, 1, 1, S)", bad_hint="应该是 ids != pad_id", named=[
+        check_mask(mask, want_mask, "mask", hint="padding mask 的形状是 (B, 1, 1, S)", bad_hint="应该是 ids != pad_id",
+                   shapes=[
+            ((B, S), f"mask 的形状应该是 (B, 1, 1, S) = {(B, 1, 1, S)}，你返回的是 (B, S)。"
+                     "它要和 scores 的 (B, h, L, S) 对齐：用 [:, None, None, :] 插入头和 query 两个轴"),
+            *((shape, "mask 屏蔽的是 key（最后一个轴，列），不是 query：形状应该是 (B, 1, 1, S)") for shape in ((B, 1, S, 1), (B, S, 1)))],
+            named=[
             (~want_mask, "你在 PAD 的位置放了 True，极性反了。本课约定 True = 可以看（真实的字），PAD 处为 False"),
             *(hard_coded if pad_id != 0 else [])])
 
 
-def _pad_shortcuts() -> tuple:
-    from mha.masks import padding_mask
-
-    from ..numerals.data import encode_source
-    return (encode_source, padding_mask)
-
-
-def _hook_shortcuts() -> tuple:
-    from ..numerals.model import zero_head_hook, ablate_heads
-    return (zero_head_hook, ablate_heads)
+PAD_SHORTCUTS = (encode_source, padding_mask)
+HOOK_SHORTCUTS = (zero_head_hook, ablate_heads)
+DECODE_SHORTCUTS = (("model.translate", NumeralTransformer.translate), ("model.greedy_ids", NumeralTransformer.greedy_ids),
+                    evaluate.predict, evaluate.exact_match)
 
 
 # ---------------------------------------------------------------- 13.2 greedy decoding with the KV cache
 
 
-@functools.lru_cache(maxsize=1)
-def _recording_model_class():
-    from ..numerals.model import NumeralTransformer
+class RecordingModel(NumeralTransformer):
+    """The shipped model, counting the calls of ``encode``, ``decode_step`` and ``decode``."""
 
-    class RecordingModel(NumeralTransformer):
-        """The shipped model, counting the calls of ``encode``, ``decode_step`` and ``decode``."""
+    def reset(self):
+        self.encodes, self.steps, self.full_decodes, self.finished = 0, [], 0, None
+        self.forced, self.start = 0, 0  # decode steps whose output the prefix overrides; where this decode began
 
-        def reset(self):
-            self.encodes, self.steps, self.full_decodes, self.finished = 0, [], 0, None
-            self.forced, self.start = 0, 0  # decode steps whose output the prefix overrides; where this decode began
+    def encode(self, *args, **kwargs):
+        self.encodes += 1
+        return super().encode(*args, **kwargs)
 
-        def encode(self, *args, **kwargs):
-            self.encodes += 1
-            return super().encode(*args, **kwargs)
+    def decode_step(self, token, memory, src_mask, caches=None, need_weights=False):
+        step = {"token": token.detach().clone() if isinstance(token, torch.Tensor) else token,
+                "cache": None if caches is None else [getattr(c, "length", None) for c in caches],
+                "mask": src_mask is not None}
+        if caches is None:  # a new decode (one numeral at a time starts several): no row has finished yet
+            self.finished, self.start = None, len(self.steps)
+        self.steps.append(step)
+        out = super().decode_step(token, memory, src_mask, caches, need_weights)
+        out = (self._after_eos(out[0]),) + tuple(out[1:])
+        step["argmax"] = out[0].detach().argmax(-1)  # (B,): what greedy decoding would write next
+        return out
 
-        def decode_step(self, token, memory, src_mask, caches=None, need_weights=False):
-            step = {"token": token.detach().clone() if isinstance(token, torch.Tensor) else token,
-                    "cache": None if caches is None else [getattr(c, "length", None) for c in caches],
-                    "mask": src_mask is not None}
-            if caches is None:  # a new decode (one numeral at a time starts several): no row has finished yet
-                self.finished, self.start = None, len(self.steps)
-            self.steps.append(step)
-            out = super().decode_step(token, memory, src_mask, caches, need_weights)
-            out = (self._after_eos(out[0]),) + tuple(out[1:])
-            step["argmax"] = out[0].detach().argmax(-1)  # (B,): what greedy decoding would write next
-            return out
-
-        def _after_eos(self, logits):
-            """A row that already wrote <eos> now writes a digit: an answer that keeps writing after its
-            <eos> shows it (the right answer ignores what a finished row writes)."""
-            from ..numerals.data import EOS, TGT_TOKENS
-            if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
-                return logits
-            if self.finished is not None and self.finished.shape[0] == logits.shape[0] and self.finished.any():
-                logits = logits.clone()
-                logits[self.finished, TGT_TOKENS.index("7")] = logits.detach().max() + 10.0
-            if len(self.steps) - self.start <= self.forced:  # still feeding the prefix: nothing is written yet
-                return logits
-            wrote = logits.detach().argmax(-1) == EOS
-            self.finished = wrote if self.finished is None or self.finished.shape != wrote.shape else self.finished | wrote
+    def _after_eos(self, logits):
+        """A row that already wrote <eos> now writes a digit: an answer that keeps writing after its
+        <eos> shows it (the right answer ignores what a finished row writes)."""
+        if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
             return logits
+        if self.finished is not None and self.finished.shape[0] == logits.shape[0] and self.finished.any():
+            logits = logits.clone()
+            logits[self.finished, TGT_TOKENS.index("7")] = logits.detach().max() + 10.0
+        if len(self.steps) - self.start <= self.forced:  # still feeding the prefix: nothing is written yet
+            return logits
+        wrote = logits.detach().argmax(-1) == EOS
+        self.finished = wrote if self.finished is None or self.finished.shape != wrote.shape else self.finished | wrote
+        return logits
 
-        def decode(self, tgt_in, memory, src_mask, need_weights=False):
-            self.full_decodes += 1
-            return super().decode(tgt_in, memory, src_mask, need_weights)
-
-    return RecordingModel
-
-
-def _decode_shortcuts() -> tuple:
-    from ..numerals import evaluate
-    from ..numerals.model import NumeralTransformer
-
-    return (("model.translate", NumeralTransformer.translate), ("model.greedy_ids", NumeralTransformer.greedy_ids),
-            evaluate.predict, evaluate.exact_match)
+    def decode(self, tgt_in, memory, src_mask, need_weights=False):
+        self.full_decodes += 1
+        return super().decode(tgt_in, memory, src_mask, need_weights)
 
 
 @functools.lru_cache(maxsize=1)
 def _shipped_state():
-    from ..numerals import load_pretrained
-
     model = load_pretrained()
     return model.cfg, {k: v.clone() for k, v in model.state_dict().items()}
 
 
 def _answers(out, B):
-    if is_stub(out):
-        raise NotDone()
     if isinstance(out, torch.Tensor):
         raise Mistake("应该返回字符串列表（每个数一个，例如 ['2026', '30500']），却返回了张量；"
                       "把每一行的 id 换成数字字符，到 <eos> 为止")
@@ -196,8 +169,6 @@ PREFIX_CASES = [
 def _continue_reference(model, words, prefix):
     """Feed <bos> and the prefix, then greedy decoding; recomputes the whole target each step (no cache),
     so it shares no code with the student's path. Returns (answers, decode steps the cached loop needs)."""
-    from ..numerals.data import BOS, EOS, MAX_TARGET_LEN, TGT_TOKENS, encode_source
-
     src, src_mask = encode_source(words)
     memory = model.encode(src, src_mask)
     B = len(words)
@@ -218,8 +189,6 @@ def _continue_reference(model, words, prefix):
 
 def _check_prefix_steps(model, words, prefix, needed):
     """encode once; <bos>, then the prefix, one token a step; afterwards each step feeds the last argmax."""
-    from ..numerals.data import BOS, EOS, TGT_TOKENS
-
     steps = model.steps
     if model.full_decodes:
         raise Mistake(f"输入 {words} 时调用了 {model.full_decodes} 次 model.decode（整段重算）：用了 KV cache 就不该再整段解码，"
@@ -259,9 +228,7 @@ def _check_prefix_steps(model, words, prefix, needed):
                               "每一步把上一步写出的 token 喂回去")
     if not all(s["mask"] for s in steps):
         raise Mistake("调用 decode_step 时没有传 src_mask：交叉注意力会看到补齐用的 PAD，短的数字会被读错")
-    if len(steps) < needed:
-        return  # the answers will be short; the answer check names it
-    if len(steps) > needed:
+    if len(steps) > needed:  # fewer: the answers are short, and the answer check names it
         raise Mistake(f"输入 {words}、开头 “{prefix}” 时调用了 {len(steps)} 次 decode_step，{needed} 次就够了："
                       "整批每个数都写出 <eos> 时就该停下")
 
@@ -272,13 +239,9 @@ def check_continue_prefix(fn):
     ``prefix`` (forced, the same for the batch) followed by what greedy decoding writes after it, up to ``<eos>``.
 
     Must call ``model.encode`` once and ``model.decode_step`` once per token fed (``<bos>``, each prefix
-    character, then each written token), passing back the caches, and stop when every row wrote ``<eos>``.
-    Refused: ``model.translate``, ``model.greedy_ids`` and the package's ``predict``/``exact_match``.
-    """
-    from ..numerals.data import encode_source
-
+    character, then each written token), passing back the caches, and stop when every row wrote ``<eos>``."""
     cfg, state = _shipped_state()
-    model = _recording_model_class()(cfg)
+    model = RecordingModel(cfg)
     model.load_state_dict(state)
     model.eval()
     model.reset()
@@ -289,7 +252,7 @@ def check_continue_prefix(fn):
             plain = model.translate(words)
         model.reset()
         model.forced = len(prefix)
-        out = call(fn, model, src, src_mask, prefix, what="你的函数", forbid=_decode_shortcuts(),
+        out = call(fn, model, src, src_mask, prefix, what="你的函数", forbid=DECODE_SHORTCUTS,
                    shortcut_hint="自己写解码循环：用 model.encode 和 model.decode_step")
         answers = _answers(out, len(words))
         _check_prefix_steps(model, words, prefix, needed)
@@ -317,35 +280,22 @@ def check_continue_prefix(fn):
 HOOK_CASES = [(64, 4, 2), (64, 4, 0), (12, 3, 2), (8, 1, 0)]  # (d_model, n_heads, head)
 
 
-def _reference_zero(concat, head, d_k):
-    out = concat.clone()
-    out[..., head * d_k: (head + 1) * d_k] = 0
-    return out
-
-
 @checker("ch13", "13.3", "写一个去掉某个头的 W_o 前置钩子")
 def check_zero_head_hook(fn):
-    """``fn(head, d_k) -> hook``, ``hook(module, inputs) -> (new_concat,)`` zeroing head ``head``'s d_k columns.
-
-    ``inputs`` is the 1-tuple ``(concat (B, L, d_model),)`` that ``W_o`` receives. The hook must
-    return a new tensor (not change its input). Refused: calling anything of ``mha`` (such as
-    ``mha.course.numerals.ablate_heads``). Also checked end to end: registered with
-    ``layer.W_o.register_forward_pre_hook``, the layer's output equals the reference.
-    """
-    from mha.layer import MultiHeadAttention
-
+    """``fn(head, d_k) -> hook``, ``hook(module, inputs) -> (new_concat,)`` zeroing head ``head``'s d_k columns of
+    the ``(concat (B, L, d_model),)`` that ``W_o`` receives, in a new tensor; also checked end to end on a layer."""
     gen = torch.Generator().manual_seed(13)
     for d_model, n_heads, head in HOOK_CASES:
         d_k = d_model // n_heads
-        hook = call(fn, head, d_k, what="你的钩子工厂函数", forbid=_hook_shortcuts())
+        hook = call(fn, head, d_k, what="你的钩子工厂函数", forbid=HOOK_SHORTCUTS)
         if not callable(hook):
             raise Mistake(f"fn(head, d_k) 应该返回一个函数 hook(module, inputs)，却返回了 {type(hook).__name__}")
         concat = torch.randn(2, 3, d_model, generator=gen)
         linear = torch.nn.Linear(d_model, d_model)
-        out = call(hook, linear, (concat,), what="你的钩子", forbid=_hook_shortcuts())
+        out = call(hook, linear, (concat,), what="你的钩子", forbid=HOOK_SHORTCUTS)
         new = out[0] if isinstance(out, tuple) and len(out) == 1 else out
         new = expect_tensor(new, "钩子返回的 concat", nan_hint="去掉一个头是把它那 d_k 列换成 0")
-        want = _reference_zero(concat, head, d_k)
+        (want,) = zero_head_hook(head, d_k)(linear, (concat,))  # the package's own hook
         expect_shape(new, concat.shape, "钩子返回的 concat", hint="只把一些列置零，形状不变")
         if new.dtype != concat.dtype:
             raise Mistake(f"钩子返回的 concat 的 dtype 是 {new.dtype}，传进来的是 {concat.dtype}：W_o 的权重是 {concat.dtype}，"
@@ -382,9 +332,5 @@ def check_zero_head_hook(fn):
             raise Mistake(f"挂上钩子之后层的前向出错：{exception_text(e)}") from None
         finally:
             handle.remove()
-        _, weights = layer(x, x, x, need_weights=True)
-        heads = weights @ layer.W_v(x).view(2, 3, n_heads, d_k).transpose(1, 2)  # (B, h, L, d_k)
-        heads[:, head] = 0
-        expected = layer.W_o(heads.transpose(1, 2).reshape(2, 3, d_model))  # (B, L, d_model)
-        expect_close(got.detach(), expected.detach(), "挂上钩子之后层的输出",
+        expect_close(got.detach(), head_removed(layer, x, x, head).detach(), "挂上钩子之后层的输出",
                      hint="钩子要返回改好的输入（一个 tuple 或张量）；返回 None 表示“不改”")

@@ -27,10 +27,6 @@ SDPA = "*attention*"  # F.scaled_dot_product_attention, the fused kernels, F.mul
 LINEAR = "linear"
 
 
-def torch_mha():
-    return torch.nn.MultiheadAttention
-
-
 def _codes(item) -> dict:
     """code object -> the name a verdict gives, for a forbidden Python function or class."""
     name, item = item if isinstance(item, tuple) else (None, item)  # (how a verdict names it, the function)

@@ -4,10 +4,12 @@ A record (:class:`Which`) says what is right (computed by the course package, ne
 answers with why each is wrong (the verdict text; the self-check offers the same answers as its wrong options)
 and the kind of answer; :func:`predict_which` is its checker. The other families: :func:`check_repair` for
 find-the-bug-and-repair, :func:`check_mask` for building a mask, :func:`dict_answer` and :func:`as_names` for
-answers that name things, ``answers.name_the_match`` for "equal to a known wrong answer".
+answers that name things, ``answers.name_the_match`` for "equal to a known wrong answer", :func:`attend` for the
+attention a typical mistake computes.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,7 +18,7 @@ import torch
 
 from .answers import MAX_DIMS, as_int, expect_close, expect_shape, expect_tensor, name_the_match, part, plain, same
 from .gradients import expect_gradients
-from .verdicts import Mistake, NotDone, checker, is_stub
+from .verdicts import Mistake, NotDone, checker
 
 
 RECORDS: dict = {}  # exercise id -> record (a Which, read by the checker, the self-check and the tests)
@@ -49,8 +51,6 @@ def check_repair(run, bugs, atol: float = 1e-6) -> None:
 
 def dict_answer(answer, keys, example: str) -> dict:
     """The answer must be a dict with ``keys`` (``...`` in any of them: not done yet)."""
-    if is_stub(answer):
-        raise NotDone()
     if not isinstance(answer, dict) or not set(keys) <= set(answer):
         got = "，缺少键 " + str([k for k in keys if k not in answer]) if isinstance(answer, dict) else \
             f"，却收到了 {type(answer).__name__}"
@@ -73,12 +73,13 @@ def as_names(value, allowed, what: str) -> frozenset:
     return frozenset(value)
 
 
-def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = "") -> None:
+def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = "", shapes=()) -> None:
     """The family of mask-building exercises: ``out`` (what the student's function returned) must have ``want``'s
-    shape, positions and dtype bool. A wrong mask equal to one of ``named`` ``[(mask, why)]`` is named; an inverted
-    one is called inverted; otherwise the first wrong position is shown."""
+    shape (a shape in ``shapes`` is named, see ``expect_shape``), positions and dtype bool. A wrong mask equal to one
+    of ``named`` ``[(mask, why)]`` is named; an inverted one is called inverted; otherwise the first wrong position
+    is shown."""
     out = expect_tensor(out, where)
-    expect_shape(out, want.shape, where, hint=hint)
+    expect_shape(out, want.shape, where, hint=hint, named=shapes)
     got = out if out.dtype == torch.bool else out.ne(0)
     if torch.equal(got, want):
         if out.dtype != torch.bool:
@@ -101,6 +102,21 @@ def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, h
     want_grads = torch.autograd.grad((want * g).sum(), want_wrt)
     for name, a, b in zip(got_wrt, got_grads, want_grads):
         expect_close(a, b, f"{what}对 {name} 的梯度", hint=hint, **tol)
+
+
+def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, use_mask=True, fill=True, zero=False):
+    """``(output, weights)`` of attention as the lecture writes it (scores / √d_k, ``masked_fill(mask == 0, -1e9)``,
+    softmax over the keys), with the typical mistakes as switches, for naming them: what the scores are divided by
+    (``scale``), the softmax's axis (``dim``), the mask inverted or not used, ``fill=False`` (the masked weights only
+    set to 0 after the softmax); ``zero``: the masked weights set to 0 after it as well, as the solutions do."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale)
+    keep = None if mask is None or not use_mask else (mask == 0 if invert else mask != 0)  # bool, any mask dtype
+    if keep is not None and fill:
+        scores = scores.masked_fill(~keep, -1e9)
+    weights = torch.softmax(scores, dim=dim)
+    if keep is not None and (zero or not fill):
+        weights = weights.masked_fill(~keep, 0.0)
+    return weights @ v, weights
 
 
 # ---------------------------------------------------------------- which positions change (a reasoning family)
@@ -192,8 +208,6 @@ def predict_which(ex: Which):
 
     @checker(ex.chapter, ex.id, ex.title)
     def check(answer):
-        if is_stub(answer):
-            raise NotDone()
         got, truth = _positions(answer, ex), ex.right()
         for key, ask in ex.asks.items():
             g, t, n = got[key], truth[key], ask.size or ex.size

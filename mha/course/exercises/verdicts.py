@@ -136,10 +136,8 @@ def exception_text(error: BaseException) -> str:
 def checker(chapter: str, exercise_id: str, title: str):
     """Decorate ``fn(answer) -> None`` (raising :class:`Mistake`/:class:`NotDone`) into a safe checker.
 
-    The returned function takes the student's answer and ``record=True``
-    (reference-solution cells pass ``record=False`` so the summary shows only
-    the student's own attempts).
-    """
+    The returned function takes the student's answer (a stub, ``None`` or ``...``, is not done yet) and ``record=True``
+    (reference-solution cells pass ``record=False`` so the summary shows only the student's own attempts)."""
     chapter_entries = _REGISTRY.setdefault(chapter, OrderedDict())
     chapter_entries[exercise_id] = [title, None]
 
@@ -150,6 +148,8 @@ def checker(chapter: str, exercise_id: str, title: str):
             try:
                 with torch.random.fork_rng(), torch.enable_grad():  # a chapter may switch autograd off
                     torch.manual_seed(0)
+                    if is_stub(answer):
+                        raise NotDone()
                     fn(answer)
                 status, line = "pass", f"{PASS}：{exercise_id} {title}"
             except NotDone:
