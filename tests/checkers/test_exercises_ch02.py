@@ -313,6 +313,21 @@ def _stack_swapped_cross_tgt_mask(enc_layers, dec_layers, enc_x, dec_x, masks): 
     return y
 
 
+def _stack_masks_first_layer(which):  # review r4 L3: a mask passed in layer 1 only
+    def fn(enc_layers, dec_layers, enc_x, dec_x, masks):
+        later = lambda n, name: n == 0 or which not in (name, "all")
+        h = enc_x
+        for n, block in enumerate(enc_layers):
+            h = block(h, h, h, masks["src_padding"] if later(n, "enc") else None)
+        y = dec_x
+        for n, (self_attn, cross_attn) in enumerate(dec_layers):
+            causal = masks["causal"] if later(n, "causal") else torch.ones_like(masks["causal"])
+            y = self_attn(y, y, y, masks["tgt_padding"] & causal if later(n, "all") else None)
+            y = cross_attn(y, h, h, masks["src_padding"] if later(n, "all") else None)
+        return y
+    return fn
+
+
 RIGHT_2_3_STACK = answers_for(check_run_stack, [stack_solution, _stack_keywords])
 
 WRONG_2_3_STACK = mistakes_for(check_run_stack, [
@@ -333,6 +348,9 @@ WRONG_2_3_STACK = mistakes_for(check_run_stack, [
     (_stack_mutating, "原地改动了传进来的参数 masks"),
     (_stack_first_layer_only, ["只跑了第 1 层", "后面的层没有用上"]),
     (_stack_self_then_cross, "先把所有层的掩码自注意力跑完"),
+    (_stack_masks_first_layer("causal"), "从第 2 层起解码器的掩码自注意力漏了因果掩码"),
+    (_stack_masks_first_layer("enc"), "从第 2 层起编码器自注意力漏了 padding 掩码"),
+    (_stack_masks_first_layer("all"), "只有第 1 层用了掩码"),
     (_stack_swapped_cross_tgt_mask, ["交叉注意力块的输入不对", "Query 和 Key/Value 放反了"]),  # student r3 L2
     (_stack_swapped_cross, ["交叉注意力块的输入不对", "Key = Value 是编码器最后一层的输出"]),
     (lambda e, d, ex, dx, m: ex, "编码器那边的形状"),

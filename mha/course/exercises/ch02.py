@@ -183,10 +183,11 @@ def reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, *, mistake=None
         out = block(q, kv, kv, mask)
         return out + q if mistake == "extra_residual" else out
 
+    later = {"enc_mask_first_layer", "masks_first_layer"}  # from layer 2 on, the mask is left out
     h, enc_outs = enc_x, []
-    for layer in enc_layers:
+    for n, layer in enumerate(enc_layers):
         inp = enc_x if mistake == "enc_not_chained" else h
-        h = run(layer, inp, inp, None if mistake == "enc_no_mask" else src)
+        h = run(layer, inp, inp, None if mistake == "enc_no_mask" or (n and mistake in later) else src)
         enc_outs.append(h)
     y = dec_x
     if mistake == "self_then_cross":  # every layer's block 2 first, then every layer's block 3
@@ -197,7 +198,9 @@ def reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, *, mistake=None
         return y
     for n, (self_attn, cross_attn) in enumerate(dec_layers):
         memory = {"cross_same_layer": enc_outs[n], "cross_enc_x": enc_x}.get(mistake, enc_outs[-1])
-        cross_mask = None if mistake == "cross_no_mask" else src
+        cross_mask = None if mistake == "cross_no_mask" or (n and mistake == "masks_first_layer") else src
+        if n and mistake in ("causal_first_layer", "masks_first_layer"):
+            self_mask = None if mistake == "masks_first_layer" else tgt
         inp = dec_x if mistake == "dec_not_chained" else y
         if mistake == "cross_first":
             c = run(cross_attn, inp, memory, cross_mask)
@@ -226,6 +229,9 @@ STACK_MISTAKES = {
     "self_then_cross": "先把所有层的掩码自注意力跑完，才做交叉注意力；每一层解码器里先掩码自注意力（块 2）、"
                        "再交叉注意力（块 3），然后才进入下一层",
     "extra_residual": "每个块的输出又加了一次它的输入：检查用的块里已经带着残差连接，直接用块的输出即可",
+    "causal_first_layer": "从第 2 层起解码器的掩码自注意力漏了因果掩码：掩码每一层都一样，每一层都是 tgt_padding & causal",
+    "enc_mask_first_layer": "从第 2 层起编码器自注意力漏了 padding 掩码：源句的 PAD 每一层都在，每一层都用 src_padding",
+    "masks_first_layer": "只有第 1 层用了掩码：掩码每一层都一样，从第 2 层起也要照样传进每个块",
 }
 
 STACK_CASES = [  # (n_layers, B, S, L, d_model, source mask rows, target lengths); S != L throughout
