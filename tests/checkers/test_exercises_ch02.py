@@ -143,6 +143,7 @@ WRONG_2_2_BUG = mistakes_for(check_pe_bug, [
     (PE_BUG_SOLUTION(crashes=(2, 3)), "B ≠ 2"),
     (PE_BUG_SOLUTION(crashes=(4, 4)), ["没有报错", "B == L"]),
     (PE_BUG_SOLUTION(crashes=(1, 4)), ["没有报错", "B = 1"]),
+    (PE_BUG_SOLUTION(crashes=(3, 1)), ["没有报错", "L = 1", "(3, 3, d_model)"]),  # review r5 M3: not the B = 1 reason
     (PE_BUG_SOLUTION(silently_wrong=(3, 3)), ["结果是对的", "B == L"]),
     (PE_BUG_SOLUTION(silently_wrong=(2, 3)), "报错了"),
     (PE_BUG_SOLUTION(silently_wrong=(1, 1)), "结果是对的"),

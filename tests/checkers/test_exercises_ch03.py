@@ -283,6 +283,8 @@ WRONG_COUNT = mistakes_for(check_count_parameters_general, [
     (lambda d, h, d_k, d_v, bias: 4 * (d * d + (d if bias else 0)), ["d_k = d_v = d_model / n_heads", "应为"]),
     (_count(w_v="d_k"), "也按 d_k 算了"),
     (_count(no_w_o=True), "忘了 W_o"),
+    (lambda d, h, d_k, d_v, bias: 2 * (d * h * d_k + bias * h * d_k) + d * h * d_v + bias * h * d_v + h * d_k * d + bias * d,
+     "W_o 的输入是 h 个头的 Value 拼在一起"),  # review r5 L7: W_o sized with h·d_k
     (_count(heads=1), "只数了一个头"),
     (_count(bias_as=False), "忘了偏置"),
     (_count(bias_as=True), "把偏置也数进去了"),

@@ -2,6 +2,7 @@
 or broken answer gets a verdict that names what happened (never the checker's own error). The stub answers
 of these exercises are the generic ones; they, and the generic garbage, are tried in
 tests/checkers/test_exercises_common.py."""
+import copy
 import math
 
 import numpy as np
@@ -312,6 +313,42 @@ def _remove_next_head(q_in, kv, layer, i):  # the student's M2: i + 1, as if i c
     return remove_by_recomputing(q_in, kv, layer, (i + 1) % layer.n_heads)
 
 
+def _remove_zero_then_restore(q_in, kv, layer, i):  # student r4 M2: zero W_o's columns, run, set them back
+    d_k, saved = layer.d_k, layer.W_o.weight.detach().clone()
+    with torch.no_grad():
+        layer.W_o.weight[:, i * d_k:(i + 1) * d_k] = 0
+    out = layer(q_in, kv, kv)
+    with torch.no_grad():
+        layer.W_o.weight.copy_(saved)
+    return out
+
+
+class _MaskedHead(torch.nn.Module):
+    def __init__(self, linear, i, d_k):
+        super().__init__()
+        self.linear, self.i, self.d_k = linear, i, d_k
+
+    def forward(self, x):
+        x = x.clone()
+        x[..., self.i * self.d_k:(self.i + 1) * self.d_k] = 0
+        return self.linear(x)
+
+
+def _remove_by_swapping_w_o(q_in, kv, layer, i):  # student r4 M2: a new W_o module, never swapped back
+    layer.W_o = _MaskedHead(layer.W_o, i, layer.d_k)
+    return layer(q_in, kv, kv)
+
+
+def _remove_on_a_copy(q_in, kv, layer, i):  # the honest version of the two above
+    layer = copy.deepcopy(layer)
+    with torch.no_grad():
+        layer.W_o.weight[:, i * layer.d_k:(i + 1) * layer.d_k] = 0
+    return layer(q_in, kv, kv)
+
+
+RIGHT_7_3_NOW += answers_for(check_remove_head, [_remove_on_a_copy])
+
+
 def _self_attention(q_in, kv, layer, i):  # copied from the chapter's self-attention: q_in everywhere
     return remove_by_block(q_in, q_in, layer, i)
 
@@ -342,6 +379,8 @@ WRONG_7_3_NOW = mistakes_for(check_remove_head, [
     (_remove_mutating, "原地改了传进来的参数 q_in、参数 kv 中的一个"),
     (_remove_mutating_kv, "原地改了传进来的参数 q_in、参数 kv 中的一个"),
     (_remove_zeroing_w_o, "修改了输入"),
+    (_remove_zero_then_restore, ["原地改动了传进来的参数 layer.W_o.weight", "之后又改了回来"]),
+    (_remove_by_swapping_w_o, ["换成了别的对象", "layer.W_o"]),
     (lambda x, layer, i: x, "参数和题目给的不一样"),
 ])
 

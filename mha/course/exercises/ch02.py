@@ -57,7 +57,9 @@ def check_pe_bug(answer):
     raised, _ = _run_buggy(*crash_shape)
     if not raised:
         B, L = crash_shape
-        why = "B == L 时两张表一样大，结果碰巧是对的" if B == L else "B = 1 时 (1, d_model) 的表会广播到每个位置"
+        why = ("B == L 时两张表一样大，结果碰巧是对的" if B == L else
+               "B = 1 时 (1, d_model) 的表会广播到每个位置" if B == 1 else
+               f"L = 1 时嵌入是 (B, 1, d_model)，它长度为 1 的那一维会广播到表的 B 行上，结果的形状是 ({B}, {B}, d_model)，不报错却算错")
         raise Mistake(f'answer["crashes"] = {crash_shape}：build_x_buggy 在这个形状上没有报错（{why}）；'
                       "(B, d_model) 的表加到 (B, L, d_model) 上，什么时候广播不了？")
     wrong_shape = as_shape(answer["silently_wrong"], 'answer["silently_wrong"]', 2, 64, "token_ids 的形状 (B, L)")

@@ -101,6 +101,8 @@ def check_count_parameters_general(fn):
                 (3 * (d * h * d_k + b * h * d_k) + h * d_k * d + b * d, "把 W_v 和 W_o 也按 d_k 算了；值的宽度是 d_v，"
                                                                         "W_v 输出 h·d_v 维，W_o 输入 h·d_v 维"),
                 (want - h * d_v * d - b * d, "忘了 W_o（h·d_v → d_model）"),
+                (want - h * d_v * d + h * d_k * d if d_k != d_v else None,
+                 "W_o 的输入是 h 个头的 Value 拼在一起，h·d_v 维（Value 的宽度），不是 h·d_k"),
                 (count(d, 1, d_k, d_v, bias), "只数了一个头的宽度；W_q 输出的是 h 个头拼在一起的 h·d_k 维"),
                 (count(d, h, d_k, d_v, False) if bias else None, "bias=True 时忘了偏置，每个 Linear 的偏置个数等于它的输出维数"),
                 (None if bias else count(d, h, d_k, d_v, True), f"把偏置也数进去了；bias=False 时四个 Linear 都没有偏置，只数权重。应为 {want}"),
@@ -149,7 +151,7 @@ def check_packed_k(fn):
         where = f"x {(B, L, d)}、in_proj_weight {(3 * d, d)}、in_proj_bias {'(%d,)' % (3 * d) if bias else 'None'}"
         try:
             out = call(fn, x, W, b, what="你的函数", forbid=(LINEAR, project),
-                       shortcut_hint="nn.Linear 内部调用的也是它；请用切片取出 K 的那一块，自己写矩阵乘法（@）和加法")
+                       shortcut_hint="F.linear 和 mha.project 都是现成的“乘 weight 的转置再加偏置”；请用切片取出 K 的那一块，自己写矩阵乘法（@）和加法")
         except Mistake as m:
             if b is None and "运行时抛出了" in str(m):
                 raise Mistake(f"{m}。这一组的 in_proj_bias 是 None（没有偏置）：这时只算 x @ W.T") from None

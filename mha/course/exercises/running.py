@@ -53,7 +53,15 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortc
                       "nn.Module 才能正常工作")
     changed = _changed(snapshot)
     if changed is not None:
-        raise Mistake(f"{what} 修改了输入：原地改动了传进来的{changed}（例如 x[...] = ...、+=、masked_fill_ 或 x2 = x 之后再改 x2）；"
+        path, how = changed
+        if how == "replaced":
+            raise Mistake(f"{what} 修改了输入：把传进来的{path} 换成了别的对象（而且没有换回来）；不要改动传进来的层，"
+                          "需要别的权重时自己算，或者先 copy.deepcopy 一份层再改")
+        if how == "restored":
+            raise Mistake(f"{what} 修改了输入：原地改动了传进来的{path}，之后又改了回来；数值虽然还原了，"
+                          "但返回值的计算图记着那次改动，求梯度时就会出错。不要原地改动输入和层的参数：需要改权重时，"
+                          "用改过的副本自己算（例如 W = layer.W_o.weight.clone()），或者先 copy.deepcopy 一份层")
+        raise Mistake(f"{what} 修改了输入：原地改动了传进来的{path}（例如 x[...] = ...、+=、masked_fill_ 或 x2 = x 之后再改 x2）；"
                       "不要改动输入，需要时先用 .clone() 复制一份")
     if out is None and not isinstance(fn, type) and not may_return_none:
         raise Mistake(f"{what} 返回了 None：是不是忘了写 return？")

@@ -35,12 +35,26 @@ def _snapshot(fn, args, kwargs, may_modify):
     labels = _parameter_names(fn, len(args))
     named = [(labels[i], a) for i, a in enumerate(args) if i not in may_modify]
     named += [(f"参数 {k}", a) for k, a in kwargs.items() if k not in may_modify]
-    return [(path, t, t.detach().clone()) for label, a in named for path, t in _tensors_in(a, label)]
+    tensors = [(path, t, t.detach().clone(), t._version) for label, a in named for path, t in _tensors_in(a, label)]
+    modules = [(label, a, dict(a.state_dict(keep_vars=True))) for label, a in named if isinstance(a, torch.nn.Module)]
+    return tensors, modules
 
 
-def _changed(snapshot) -> str | None:
-    for path, tensor, before in snapshot:
+def _changed(snapshot) -> tuple[str, str] | None:
+    """The first argument changed in place, as ``(path, how)``: ``how`` is "values" (they differ now), "restored"
+    (a tensor that needs gradients written to, then set back: autograd still sees the write) or "replaced" (a module's parameter or submodule
+    swapped for another object)."""
+    tensors, modules = snapshot
+    for path, tensor, before, _ in tensors:
         now = tensor.detach()
         if now.shape != before.shape or now.dtype != before.dtype or not torch.equal(now, before):
-            return path
+            return path, "values"
+    for label, module, state in modules:
+        now = module.state_dict(keep_vars=True)
+        for name, tensor in state.items():
+            if now.get(name) is not tensor:
+                return f"{label}.{name}", "replaced"
+    for path, tensor, _, version in tensors:
+        if tensor._version != version and tensor.requires_grad:  # harmless for a tensor autograd does not track
+            return path, "restored"
     return None
