@@ -186,6 +186,15 @@ def _shift_variant(omega=None, sign=1):
     return fn
 
 
+def _numpy_fit(how):  # M fitted in numpy on 4000 positions: exact enough to pass the value check
+    def fit(k, d):
+        pe = sinusoidal_positional_encoding(4000, d, dtype=torch.float64).numpy()
+        n = 4000 - abs(k)
+        a, b = (pe[:n], pe[k:k + n]) if k >= 0 else (pe[-k:], pe[:n])
+        return torch.tensor(np.linalg.pinv(a) @ b if how == "pinv" else np.linalg.lstsq(a, b, rcond=None)[0])
+    return fit
+
+
 def _fitted(k, d_model):  # least squares on the table: the named shortcut
     pe = sinusoidal_positional_encoding(60, d_model, dtype=torch.float64)
     return torch.linalg.lstsq(pe[20:40], pe[20 + k:40 + k]).solution
@@ -212,7 +221,9 @@ WRONG_2_1_SHIFT = mistakes_for(check_pe_shift_matrix, [
     (lambda k, d: shift_solution(k, d) * 2, ["第 2 行第 2 列", "应为 1，你的是 2"]),
     (lambda k, d: np.linalg.lstsq(sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20:40].numpy(),
                                   sinusoidal_positional_encoding(60, d, dtype=torch.float64)[20 + k:40 + k].numpy(),
-                                  rcond=None)[0], "应为"),  # a numpy fit: not the formula's M off the blocks
+                                  rcond=None)[0], ["np.linalg.lstsq", "拟合"]),  # a numpy fit is named too
+    (_numpy_fit("pinv"), ["np.linalg.pinv", "拟合"]),  # review r6 H1: a good fit on a long table used to pass
+    (_numpy_fit("lstsq"), ["np.linalg.lstsq", "拟合"]),
     (_fitted, ["torch.linalg.lstsq", "拟合"]),
     (lambda k, d: torch.linalg.pinv(torch.eye(d)), "torch.linalg.pinv"),  # the public name
     (lambda k, d: shift_solution(k, d).long(), "dtype"),

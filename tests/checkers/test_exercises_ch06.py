@@ -178,6 +178,7 @@ WRONG_NEW = [
     (check_swap_heads, lambda c, i, j, h: c[:, [j if t == i else i if t == j else t for t in range(c.shape[1])]], "token"),
     (check_swap_heads, swap_in_place, "修改了输入"),
     (check_swap_heads, lambda c, i, j, h: c.clone(), "结果不对"),
+    (check_swap_heads, lambda c, i, j, h: c if i == j else swap_ref(c, i, j, h), ["concat 本身", "新张量"]),  # review r6 L2
     (check_swap_heads, lambda c, i, j, h: swap_ref(c, i, j, h).detach(), "梯度"),
 ]
 

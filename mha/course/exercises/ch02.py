@@ -112,7 +112,8 @@ def _check_fixed_build_x(fn):
 
 # ---------------------------------------------------------------- 2.1 (moving k positions is a rotation: PE[pos + k] = PE[pos] @ M)
 SHIFT_CASES = [(1, 4), (3, 6), (0, 8), (5, 16), (-2, 6), (12, 10)]  # (k, d_model)
-FIT = ("*lstsq*", "*pinv*", "*solve*", "*inv*")  # fitting M from the table instead of writing it down
+FIT = ("*lstsq*", "*pinv*", "*solve*", "*inv*",  # fitting M from the table instead of writing it down
+       *((f"np.linalg.{name}", getattr(np.linalg, name)) for name in ("lstsq", "pinv", "solve", "inv", "tensorsolve", "tensorinv")))
 
 
 def _frequencies(d_model: int, exponent: str = "2i") -> torch.Tensor:

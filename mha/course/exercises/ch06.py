@@ -159,6 +159,9 @@ def check_swap_heads(fn):
         heads[:, :, [i, j]] = heads[:, :, [j, i]]
         want = heads.reshape(B, L, h * d_k)
         expect_shape(out, want.shape, f"{where}的返回值", hint="交换头不改变形状")
+        if out.untyped_storage().data_ptr() == concat.untyped_storage().data_ptr():
+            raise Mistake(f"{where}返回的是 concat 本身（或它的一个视图），不是新张量：以后改动一个，另一个也跟着变；"
+                          "i == j 时也要返回一份拷贝，例如 concat.clone()")
         if not torch.allclose(out.detach(), want):
             name_the_match(out.detach(), _swap_wrongs(concat.detach(), i, j, h), prefix=where, same=torch.allclose)
             raise Mistake(f"{where}结果不对：头 i 的 d_k 列和头 j 的 d_k 列要互换，别的列不动")
