@@ -139,8 +139,10 @@ def test_the_self_check_asks_a_sibling_case_not_the_exercise(exercise_id, capsys
     record = RECORDS[exercise_id]
     truth = record.right()
     quiz = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(WARMUPS[exercise_id].keys)}
-    if set(quiz) != set(record.keys):  # 1.1: the quiz asks one all-shuffled case, the exercise two others
-        quiz = {key: quiz[""] for key in record.keys}
+    if set(quiz) != set(record.keys):  # 1.1, 4.1: the quiz asks other questions; none of its answers is graded
+        for key, value in ((k, v) for k in record.keys for v in quiz.values()):
+            assert not passes(_checker_of(exercise_id), {**truth, key: value}, capsys), (key, value)
+        quiz = dict(zip(record.keys, list(quiz.values()) * len(record.keys)))
     assert all(quiz[key] != truth[key] for key in record.keys), (quiz, truth)
     assert all(q["question"].startswith(sc.WARMUP) for q in sc.questions(exercise_id))
     assert not passes(_checker_of(exercise_id), quiz[""] if record.keys == ("",) else quiz, capsys)
@@ -158,6 +160,21 @@ def test_the_shuffle_warm_up_does_not_state_the_rule(capsys):
     ex.check_permuted_rows({"queries": p, "keys": p}, record=False)
     assert "以为输出跟着 key 的顺序走" in capsys.readouterr().out
     assert passes(ex.check_permuted_rows, {"queries": p, "keys": list(range(len(p)))}, capsys)
+
+
+SPLIT_RULE = ("//", "只算 Q′ 的下标", "分头只搬数", "只有 token", "逐 token", "i·d_k")  # 4.1's graded rules, as worded
+
+
+def test_the_split_warm_up_does_not_state_the_rule():
+    """4.1's quiz asks neighbouring questions (a W_q column, a bias entry, the other sentence): its right options'
+    words hold none of the wording in which the exercise's right answers give their rules (head n // d_k, a row
+    reaches one number of Q′, only the changed token), and no text of the quiz divides an index into a head."""
+    graded = [ask.right_why for ask in RECORDS["4.1"].asks.values()]
+    assert all(any(w in why for w in SPLIT_RULE) for why in graded), graded  # the words are the exercise's own
+    for q in sc.questions("4.1"):
+        said = html.unescape(right(q)["feedback"])
+        assert not [w for w in SPLIT_RULE if w in said], said
+        assert "//" not in html.unescape(json.dumps(q, ensure_ascii=False)), q
 
 
 def test_variances_are_the_theory():
@@ -242,7 +259,7 @@ def _truths(exercise_id):
 def test_which_position_answers_are_what_the_experiments_give():
     assert _truths("1.1") == [[2, 0, 3, 1]]  # the rows follow their tokens: r = p
     assert _truths("3.1") == [[1], list(range(8)), [3]]  # weight row j, every column, only its own token
-    assert _truths("4.1") == [[2], [3], [1, 2]]  # weight row 7 -> head 7 // 3; per token; Q' 4:7 -> heads 1, 1, 2
+    assert _truths("4.1") == [[0, 1, 2, 3], [0, 1, 2, 3, 4], []]  # a W_q column: every head; a bias: every token; sentence 1
     assert _truths("5.1") == [[1], [3, 4], [2, 3, 4]]  # causal: query t sees keys 0..t
     assert _truths("1.2") == [[0, 1, 2, 3, 4], [0]]  # L = 5: a key/value token reaches every output, a query only its own
     assert _truths("9.3") == [[4, 5], [4, 5]]  # two PADs share the word vector: both their query rows, nothing else

@@ -27,7 +27,9 @@ __all__ = ["check_heads_that_move", "check_split_bug_repair", "check_packed_from
 # ---------------------------------------------------------------- 4.1 (which heads and tokens one change reaches)
 D, H, L = 12, 4, 5  # mha.MultiHeadAttention(12, 4): d_k = 3; x (2, 5, 12); only sentence 0 is asked about
 ASKED = {"w_at": (9, 1), "x_at": (2, 1), "head": 3, "cut": (2, 7, 10)}  # cut: q[0, token, a:b]
-WARMUP_ASKED = {"w_at": (7, 2), "x_at": (3, 4), "head": 0, "cut": (1, 4, 7)}  # the self-check's sibling case
+WARMUP_ASKED = {"column": 2, "bias": 4, "other": (1, 1, 6), "head": 2}  # the self-check's neighbouring questions
+SETTING = (f"`layer = mha.MultiHeadAttention({D}, {H})`（d_k = {D // H}），x 的形状是 (2, {L}, {D})，"
+           f"`heads = mha.split_heads(layer.W_q(x), {H})`，形状 (2, {H}, {L}, {D // H})。只看下标 0 的句子，下标都从 0 数。")
 
 
 def heads_that_move(w_at, x_at, head, cut) -> dict:
@@ -56,8 +58,7 @@ def _moving(w_at, x_at, head, cut) -> Which:
         return sorted({rule(n) for n in near})
     return Which(
         "4.1", "ch04", "改一个数，哪些头、哪些 token 会变", lambda: heads_that_move(w_at, x_at, head, cut), size=H,
-        setting=f"`layer = mha.MultiHeadAttention({D}, {H})`（d_k = {d_k}），x 的形状是 (2, {L}, {D})，"
-                f"`heads = mha.split_heads(layer.W_q(x), {H})`，形状 (2, {H}, {L}, {d_k})。只看下标 0 的句子，下标都从 0 数。",
+        setting=SETTING,
         range_why=f"：n_heads = {H}，每句 L = {L} 个 token",
         asks={"weight": Ask(
             f"x 不动，给 `layer.W_q.weight[{r}, {c}]` 加 1，重新投影、分头：哪些头会变？",
@@ -90,7 +91,62 @@ def _moving(w_at, x_at, head, cut) -> Which:
 
 
 check_heads_that_move = predict_which(_moving(**ASKED))
-WARMUP = _moving(**WARMUP_ASKED)
+
+
+def warm_up_moves(column, bias, other, head) -> dict:
+    """By running W_q and :func:`mha.split_heads` (sentence 0), each change made on the original layer and x: the
+    heads that move when 1 is added to the whole column ``W_q.weight[:, column]``, the tokens (in any head) that move
+    when 1 is added to ``W_q.bias[bias]``, and the tokens of ``head`` that move when 1 is added to ``x[other]``."""
+    layer, x = MultiHeadAttention(D, H), torch.randn(2, L, D)
+    x2 = x.clone()
+    x2[other] += 1.0
+    with torch.no_grad():
+        W, b = layer.W_q.weight, layer.W_q.bias
+        W2, b2 = W.clone(), b.clone()
+        W2[:, column] += 1.0
+        b2[bias] += 1.0
+        q = (F.linear(*args) for args in ((x, W, b), (x, W2, b), (x, W, b2), (x2, W, b)))  # (B, L, d_model) each
+        base, from_w, from_b, from_x = (split_heads(t, H)[0] for t in q)  # (h, L, d_k)
+    w, b, o = ((t - base).abs() > 1e-6 for t in (from_w, from_b, from_x))  # (h, L, d_k) each
+    return {"column": positions(w.flatten(1).any(-1)), "bias": positions(b.any(-1).any(0)),
+            "other": positions(o[head].any(-1))}
+
+
+def _neighbours(column, bias, other, head) -> Which:
+    """The self-check's warm-up of exercise 4.1: three neighbouring questions, none the exercise's with other
+    numbers (a whole column of W_q.weight, one number of W_q.bias, a number of the other sentence). Its words
+    explain its own cases and never the rules the exercise asks for."""
+    (b, t, f), d_k = other, D // H
+    return Which(
+        "4.1", "ch04", "改一个数，哪些头、哪些 token 会变", lambda: warm_up_moves(column, bias, other, head), size=H,
+        setting=SETTING, range_why=f"：n_heads = {H}，每句 L = {L} 个 token",
+        asks={"column": Ask(
+            f"x 不动，给 `layer.W_q.weight` 的整个第 {column} 列 `weight[:, {column}]` 都加 1，重新投影、分头：哪些头会变？",
+            f"weight 是 (out, in)：第 {column} 列把输入特征 {column} 接到全部 {D} 个输出特征上。整列加 1，Q′ 的每一个数都加上了"
+            f"这个 token 的 `x[0, t, {column}]`，所以每个头都变。",
+            f"weight 是 (out, in)：第 {column} 列连着 Q′ 的哪些数？", (
+                ([column // d_k], f"以为 x 的特征也分给了各个头、特征 {column} 只归一个头：分头切的是投影之后的 Q′；"
+                      f"第 {column} 列把输入特征 {column} 接到了 Q′ 的每一个数上"),
+                ([column], f"把列的下标 {column} 当成了头的下标：{column} 是输入特征的下标，weight 的列对着输入"))),
+              "bias": Ask(
+            f"x、weight 都不动，给 `layer.W_q.bias[{bias}]` 加 1，重新投影、分头：哪些 token 会变（哪个头里变都算）？",
+            f"Q′ = x W_qᵀ + b，同一个 b 加到每个 token 的投影上：每个 token 的 Q′[0, t, {bias}] 都加了 1，所以每个 token 都变。",
+            "偏置 b 的形状是 (d_model,)，它加到哪些 token 的投影上？", (
+                ([bias], f"把偏置的下标 {bias} 当成了 token：偏置按输出特征排（长度 d_model = {D}），{bias} 是输出特征的下标"),
+                ([], "以为偏置是常数、和输入无关，就不算“变”：它是 Q′ 的一部分，改了它 Q′ 的数就变了"),
+                ([0], "以为偏置只加在第一个 token 上：b 的形状是 (d_model,)，广播时加到每个 token 的投影上")), size=L),
+              "other": Ask(
+            f"weight 不动，给 `x[{b}, {t}, {f}]`（下标 {b} 的句子）加 1，重新投影、分头：下标 0 的句子里，代码下标 {head} 的头"
+            "哪些 token 会变？",
+            f"x 的第一个下标是句子：这个数在下标 {b} 的句子里。W_q 和 split_heads 对批里的每句话分别计算，"
+            "下标 0 的句子一个数也不变。",
+            f"`x[{b}, {t}, {f}]` 的三个下标各是什么？", (
+                ([t], f"以为改的是下标 0 的句子：`x[{b}, {t}, {f}]` 的第一个下标是句子，这个数在下标 {b} 的句子里"),
+                (list(range(L)), "以为同一批的句子会互相影响：W_q 和 split_heads 对批里的每句话分别计算，句子之间不交换信息")),
+            size=L)})
+
+
+WARMUP = _neighbours(**WARMUP_ASKED)
 
 
 # ---------------------------------------------------------------- 4.2 (bug hunt: no transpose)
