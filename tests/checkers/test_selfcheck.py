@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import html
 import json
 import pathlib
@@ -139,13 +140,17 @@ def test_the_self_check_asks_a_sibling_case_not_the_exercise(exercise_id, capsys
     record = RECORDS[exercise_id]
     truth = record.right()
     quiz = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(WARMUPS[exercise_id].keys)}
-    if set(quiz) != set(record.keys):  # 1.1, 4.1: the quiz asks other questions; none of its answers is graded
+    if set(quiz) == {""} != set(record.keys):  # 1.1: the quiz asks one all-shuffled case, the exercise two others
+        quiz = {key: quiz[""] for key in record.keys}
+    shared = [key for key in record.keys if key in quiz]  # 5.1's quiz asks no query, and a PAD's value besides
+    if not shared:  # 4.1: the quiz asks other questions; none of its answers, put into any graded key, passes
         for key, value in ((k, v) for k in record.keys for v in quiz.values()):
             assert not passes(_checker_of(exercise_id), {**truth, key: value}, capsys), (key, value)
-        quiz = dict(zip(record.keys, list(quiz.values()) * len(record.keys)))
-    assert all(quiz[key] != truth[key] for key in record.keys), (quiz, truth)
+    assert all(quiz[key] != truth[key] for key in shared), (quiz, truth)
     assert all(q["question"].startswith(sc.WARMUP) for q in sc.questions(exercise_id))
-    assert not passes(_checker_of(exercise_id), quiz[""] if record.keys == ("",) else quiz, capsys)
+    if shared:
+        answer = {**truth, **{key: quiz[key] for key in shared}}  # the graded answer with the quiz's answers put in
+        assert not passes(_checker_of(exercise_id), answer[""] if record.keys == ("",) else answer, capsys)
 
 
 def test_the_shuffle_warm_up_does_not_state_the_rule(capsys):
@@ -175,6 +180,23 @@ def test_the_split_warm_up_does_not_state_the_rule():
         said = html.unescape(right(q)["feedback"])
         assert not [w for w in SPLIT_RULE if w in said], said
         assert "//" not in html.unescape(json.dumps(q, ensure_ascii=False)), q
+
+
+def test_the_causal_warm_up_does_not_state_the_rule(capsys):
+    """5.1's quiz asks a sentence with a PAD and no causal mask: no text of it (question, right or wrong option)
+    says the exercise's causal rule the way the exercise's own verdicts say it, and each right option, asked of
+    the causal exercise, fails its checker."""
+    rule = ["key 0..t", "及以后", "自己和前面", "后面的 query", "因果掩码下"]  # how 5.1's right_why and verdicts say it
+    graded = json.dumps([dataclasses.asdict(a) for a in RECORDS["5.1"].asks.values()], ensure_ascii=False)
+    assert all(words in graded for words in rule), [w for w in rule if w not in graded]
+    quiz = sc.questions("5.1")
+    rights = [html.unescape(right(q)["feedback"]) for q in quiz]
+    assert len(rights) == 3 and not [w for w in rule for text in rights if w in text], rights
+    assert not [w for w in rule if w in html.unescape(json.dumps(quiz, ensure_ascii=False))]
+    truth = RECORDS["5.1"].right()
+    for key, q in zip(ch05.WARMUP.keys, quiz):  # the graded answer with one key replaced by the quiz's right option
+        if key in truth:
+            assert not passes(ex.check_rows_that_move, {**truth, key: value_of(right(q))}, capsys), key
 
 
 def test_variances_are_the_theory():
@@ -260,7 +282,7 @@ def test_which_position_answers_are_what_the_experiments_give():
     assert _truths("1.1") == [[2, 0, 3, 1]]  # the rows follow their tokens: r = p
     assert _truths("3.1") == [[1], list(range(8)), [3]]  # weight row j, every column, only its own token
     assert _truths("4.1") == [[0, 1, 2, 3], [0, 1, 2, 3, 4], []]  # a W_q column: every head; a bias: every token; sentence 1
-    assert _truths("5.1") == [[1], [3, 4], [2, 3, 4]]  # causal: query t sees keys 0..t
+    assert _truths("5.1") == [list(range(5)), [], list(range(5))]  # no causal mask, key 4 a PAD: value 2, value 4, key 3
     assert _truths("1.2") == [[0, 1, 2, 3, 4], [0]]  # L = 5: a key/value token reaches every output, a query only its own
     assert _truths("9.3") == [[4, 5], [4, 5]]  # two PADs share the word vector: both their query rows, nothing else
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import torch
 
-from mha.masks import causal_mask
+from mha.masks import causal_mask, padding_mask_from_lengths
 from mha.steps import attention_scores, fused_attention, masked_softmax, attention
 from .answers import as_number, expect_close, expect_shape, expect_tensor, is_plain_tensor, name_the_match
 from .ch01 import positions
@@ -30,27 +30,52 @@ __all__ = ["check_rows_that_move", "check_dot_product_variance_scaled",
 
 
 # ---------------------------------------------------------------- 5.1 (which output rows change: causal self-attention)
-ROWS_L, ASKED, WARMUP_ASKED = 5, (3, 1, 4), (1, 3, 2)  # (query changed, key hidden, value changed); the self-check's
+ROWS_L, ASKED = 5, (3, 1, 4)  # (query changed, key hidden, value changed)
+# The self-check's warm-up (value changed, key hidden): no causal mask, the last token a PAD that a padding mask
+# hides from every query. Every query sees every real key there, so its answers (all rows, no row, all rows) are
+# no substitution into the exercise's causal rule, which it never states; it asks no query (its own row either way).
+WARMUP_ASKED = (2, 3)
+
+
+def _mover(keep: torch.Tensor, d: int = 4):
+    """``moved(what, at)``: the output rows of ``mha.attention(q, k, v, keep)`` (one sentence, one head, random
+    q, k, v) that move when query ``at`` (``what="q"``) or value ``at`` (``"v"``) is replaced, or when key ``at``
+    is hidden from every query as well (``"hide"``)."""
+    L = keep.size(-1)
+    q, k, v = (torch.randn(1, 1, L, d) for _ in range(3))
+    with torch.no_grad():
+        base = attention(q, k, v, keep)[0]
+
+    def moved(what: str, at: int) -> list[int]:
+        q2, v2, keep2 = q.clone(), v.clone(), keep.clone()
+        if what == "q":
+            q2[..., at, :] = torch.randn(d)
+        elif what == "v":
+            v2[..., at, :] = torch.randn(d)
+        else:
+            keep2[..., at] = False
+        with torch.no_grad():
+            return positions(((attention(q2, k, v2, keep2)[0] - base).abs() > 1e-6)[0, 0].any(-1))
+    return moved
 
 
 def rows_that_move(q_at: int, hidden: int, v_at: int, L: int = ROWS_L, d: int = 4) -> dict:
     """Output rows of ``mha.attention(q, k, v, causal_mask(L))`` (one sentence, one head) that change when query
     ``q_at`` is replaced, when key ``hidden`` is hidden too, or when value ``v_at`` is replaced."""
-    q, k, v = (torch.randn(1, 1, L, d) for _ in range(3))
-    keep = causal_mask(L)  # (L, L), True = may attend
-    q2, v2, hide = q.clone(), v.clone(), keep.clone()
-    q2[..., q_at, :], v2[..., v_at, :] = torch.randn(d), torch.randn(d)
-    hide[:, hidden] = False
-    with torch.no_grad():
-        base = attention(q, k, v, keep)[0]
+    moved = _mover(causal_mask(L), d)  # (L, L), True = may attend
+    return {"change_q": moved("q", q_at), "mask_key": moved("hide", hidden), "change_v": moved("v", v_at)}
 
-        def moved(q=q, v=v, keep=keep):
-            return positions(((attention(q, k, v, keep)[0] - base).abs() > 1e-6)[0, 0].any(-1))
-        return {"change_q": moved(q=q2), "mask_key": moved(keep=hide), "change_v": moved(v=v2)}
+
+def rows_that_move_padded(v_at: int, hidden: int, L: int = ROWS_L, d: int = 4) -> dict:
+    """Output rows of ``mha.attention(q, k, v, padding_mask_from_lengths([L - 1], L))`` (no causal mask; the last
+    key, a PAD, hidden from every query) that change when value ``v_at`` is replaced, when the PAD's value is
+    replaced, or when key ``hidden`` is hidden too."""
+    moved = _mover(padding_mask_from_lengths([L - 1], L), d)  # (1, 1, 1, L)
+    return {"change_v": moved("v", v_at), "pad_v": moved("v", L - 1), "mask_key": moved("hide", hidden)}
 
 
 def _rows(q_at: int, hidden: int, v_at: int) -> Which:
-    """Exercise 5.1 for these three changes (the self-check asks other ones)."""
+    """Exercise 5.1 for these three changes under the causal mask."""
     every = list(range(ROWS_L))
     return Which(
         "5.1", "ch05", "因果注意力里改一处，哪些输出行会变", lambda: rows_that_move(q_at, hidden, v_at), size=ROWS_L,
@@ -79,8 +104,40 @@ def _rows(q_at: int, hidden: int, v_at: int) -> Which:
                 (every[:v_at], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的）")))})
 
 
+def _padded_rows(v_at: int, hidden: int) -> Which:
+    """The self-check's warm-up for 5.1: the same kind of change without a causal mask, the last token a PAD."""
+    every, pad = list(range(ROWS_L)), ROWS_L - 1
+    return Which(
+        "5.1", "ch05", "padding 掩码下改一处，哪些输出行会变", lambda: rows_that_move_padded(v_at, hidden), size=ROWS_L,
+        setting=f"一句话、一个头的自注意力，这次不用因果掩码。L = {ROWS_L}，最后一个 token（位置 {pad}，从 0 数）是 PAD，"
+                f"padding 掩码 `keep = mha.padding_mask_from_lengths([{pad}], {ROWS_L})` 对每个 query 都挡住 key {pad}，"
+                "`out = mha.attention(q, k, v, keep)[0]`。",
+        range_why=f"：L = {ROWS_L}，输出有 {ROWS_L} 行",
+        asks={"change_v": Ask(
+            f"只把 value {v_at} 换成别的向量（q、k 和掩码不变），哪些输出行会变？",
+            f"每个 query 都看得到 key {v_at}，给它的权重都不是 0：{ROWS_L} 行的加权和都用到 value {v_at}，都会变。",
+            f"哪些 query 给 value {v_at} 的权重不是 0？", (
+                ([v_at], f"value {v_at} 不只进第 {v_at} 行：输出的每一行都是所有看得到的 value 的加权和，"
+                         f"这里每个 query 都给 key {v_at} 分了权重"),
+                (every[:pad], f"padding 掩码挡的是 key {pad}（scores 的第 {pad} 列），不是 query {pad}："
+                              f"PAD 位置的 query 照样看 key 0..{pad - 1}，它那一行也用到 value {v_at}"))),
+              "pad_v": Ask(
+            f"只把 PAD 的 value（value {pad}）换成别的向量，哪些输出行会变？",
+            f"每个 query 给 key {pad} 的权重都是 0：0 乘什么都是 0，value {pad} 换成什么，输出都不变。",
+            f"哪些 query 给 value {pad} 的权重不是 0？", (
+                ([pad], f"输出第 {pad} 行是 query {pad} 的加权和；掩码对它也挡住了 key {pad}，它给 value {pad} 的权重是 0"),
+                (every, f"没有因果掩码，不等于每个 key 都看得见：padding 掩码让每个 query 给 key {pad} 的权重都是 0"))),
+              "mask_key": Ask(
+            f"q、k、v 都不变，在 padding 掩码之外再挡住 key {hidden}（`keep[..., {hidden}] = False`），哪些输出行会变？",
+            f"每个 query 原本都给 key {hidden} 分了权重；挡住它，每一行的权重都要在剩下的 key 之间重新分配。",
+            f"哪些 query 原本看得到 key {hidden}？", (
+                ([hidden], f"挡住 key {hidden} 改的是 scores 的第 {hidden} 列，不是第 {hidden} 行："
+                           f"原本看得到 key {hidden} 的 query 都要重新分配权重"),
+                (every[:pad], f"PAD 位置的 query {pad} 也在算：掩码只挡住 key {pad}，它原本也给 key {hidden} 分了权重")))})
+
+
 check_rows_that_move = predict_which(_rows(*ASKED))
-WARMUP = _rows(*WARMUP_ASKED)
+WARMUP = _padded_rows(*WARMUP_ASKED)
 
 
 # ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
