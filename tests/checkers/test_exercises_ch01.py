@@ -1,6 +1,8 @@
 """Tests for the chapter 01 checkers: correct answers in many styles pass, stubs are 'not done',
 wrong answers get a verdict that names what happened (table-driven; the generic stub and garbage
 answers are tried on every checker in tests/checkers/test_exercises_common.py)."""
+import sys
+
 import numpy as np
 import torch
 
@@ -224,10 +226,43 @@ def _by_old_function(f, x):  # the chapter-1 experiment as a function, once per 
     return [[int(j in columns[k]) for k in range(x.shape[1])] for j in range(x.shape[1])]
 
 
-RIGHT_1_3_MATRIX = answers_for(check_dependency_matrix, [
+# The two predictions of 1.3 (L = 4), typed in: row j = output position, column k = input position.
+CAUSAL = [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]]  # position j sees 0..j
+ROLL = [[0, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]    # output j holds input j - 1 (mod 4)
+PREDICTIONS = {"causal": CAUSAL, "roll": ROLL}
+
+
+def _measured_predictions():
+    """An honest way to the predictions: the student's own function on real functions, L = 4."""
+    attn, x = mha.MultiHeadAttention(4, 2).eval(), torch.randn(2, 4, 4)
+    return {"causal": _experiment()(lambda t: attn(t, t, t, mha.causal_mask(4)), x),
+            "roll": _experiment()(lambda t: torch.roll(t, 1, dims=1), x).int()}
+
+
+def _dict_1_3(matrix, predict=None):
+    return {"predict": PREDICTIONS if predict is None else predict, "matrix": matrix}
+
+
+def _predicted(causal=CAUSAL, roll=ROLL):
+    return _dict_1_3(_experiment(), {"causal": causal, "roll": roll})
+
+
+T = lambda rows: torch.tensor(rows).T.tolist()  # noqa: E731  the transposed matrix, as a list
+
+RIGHT_1_3_MATRIX = answers_for(check_dependency_matrix, [_dict_1_3(fn) for fn in [
     _experiment(), _jacobian, _by_old_function, lambda f, x: _experiment()(f, x).numpy(),
     lambda f, x: _experiment()(f, x).float(),
+]] + [
+    _dict_1_3(_experiment(), _measured_predictions()),
+    _predicted(torch.tensor(CAUSAL, dtype=torch.bool), np.array(ROLL)),
+    _predicted([[bool(v) for v in row] for row in CAUSAL], torch.tensor(ROLL).float()),
+    _predicted(mha.causal_mask(4), tuple(tuple(r) for r in ROLL)),
+    _predicted(np.tril(np.ones((4, 4), dtype=bool)), [np.array(r) for r in ROLL]),
 ])
+
+
+def _stub_dependency(f, x):
+    raise NotImplementedError
 
 
 def _copied_cells(f, x):  # ch01's experiment cells in a loop over k, verbatim: token k replaced by random numbers
@@ -252,7 +287,7 @@ def _mutating(f, x):
     return D
 
 
-WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
+WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [(_dict_1_3(fn), words) for fn, words in [
     (lambda f, x: _experiment()(f, x).T, "行和列放反了"),
     (_copied_cells, ["换成了别的数", "只留下负数部分", "加 1"]),
     (_experiment(bump=lambda t: torch.randn_like(t) * 3), "换成了别的数"),
@@ -274,8 +309,56 @@ WRONG_1_3_MATRIX = mistakes_for(check_dependency_matrix, [
     (lambda f, x: f(x) @ torch.ones(3), "RuntimeError"),
     (lambda f, x: None, "忘了写 return"),
     (lambda f: None, "TypeError"),
+]])
+
+ROWS_COLS = "行是输出位置 j，列是输入位置 k"
+WRONG_1_3_PREDICTIONS = mistakes_for(check_dependency_matrix, [
+    (_predicted(causal=T(CAUSAL)), ["上三角", ROWS_COLS, "下三角"]),
+    (_predicted(causal=torch.ones(4, 4)), ["全是 True", "没有掩码"]),
+    (_predicted(causal=[[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0]]), ["少了对角线", "包括它自己"]),
+    (_predicted(causal=~torch.tensor(CAUSAL, dtype=torch.bool)), ["k > j", "挡住", ROWS_COLS]),
+    (_predicted(causal=torch.eye(4, dtype=torch.int64)), ["只有对角线", "nn.Linear"]),
+    (_predicted(causal=np.tril(np.ones((4, 4)), 1)), ["多标了一格", "从 1 数"]),
+    (_predicted(causal=ROLL), ["torch.roll(x, 1, dims=1) 的依赖矩阵", "不是"]),
+    (_predicted(causal=ROLL, roll=CAUSAL), "两个预测放反了"),
+    (_predicted(roll=T(ROLL)), ["方向反了", "D[j, j + 1]", "输出位置 j 放的是输入位置 j − 1 的 token", "第 k 列"]),
+    (_predicted(roll=torch.eye(4)), ["只有对角线", "j − 1"]),
+    (_predicted(roll=[[0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]), ["绕回", "D[0, 3]"]),
+    (_predicted(roll=[[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]]), ["方向反了", "绕回"]),
+    (_predicted(roll=[[0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]]), ["挪了两格", "从 1 数"]),
+    (_predicted(roll=np.ones((4, 4), dtype=bool)), ["全是 True", "不混合位置"]),
+    (_predicted(roll=torch.zeros(4, 4)), ["全是 False", "k + 1"]),
+    (_predicted(roll=CAUSAL), ["因果掩码", "不是 torch.roll"]),
+    (_predicted(roll=[[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]), ["第 0 行第 2 列", "不会变"]),
+    # wrong size or type
+    (_predicted(causal=[[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]),
+     ["4×4", "L = 4", "5 行"]),
+    (_predicted(roll=torch.ones(5, 5)), ["(4, 4)", "(5, 5)"]),
+    (_predicted(causal=[1, 0, 0, 0]), ["一维", "只写了一行"]),
+    (_predicted(causal=[[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]), ["长短不一", "用到了哪些位置"]),
+    (_predicted(causal="下三角"), ["4×4", "str"]),
+    (_predicted(roll=[[0, 0, 0, 2], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]), ["里有 2", "1/0"]),
+    (_predicted(causal=torch.tensor(CAUSAL) * 0.5), "0 和 1 以外"),
+    (_predicted(roll=None), "None"),
+    (_dict_1_3(_experiment(), {"causal": CAUSAL}), ["缺少键", "roll"]),
+    (_dict_1_3(_experiment(), [CAUSAL, ROLL]), ['answer["predict"]', "字典", "list"]),
+    (_experiment(), ["字典", '"matrix"', "函数"]),  # the old form: the function alone
+    ({"matrix": _experiment()}, ["缺少键", "predict"]),
+    (_dict_1_3(raise_value_error), "ValueError"),
+    (_dict_1_3(lambda f, x: sys.exit(3)), "sys.exit()"),
+    (_dict_1_3(42), "callable"),
 ])
 
+NOT_DONE_1_3 = answers_for(check_dependency_matrix, [
+    {"predict": {"causal": ..., "roll": ...}, "matrix": _experiment()},
+    _predicted(roll=...),
+    {"predict": ..., "matrix": _experiment()},
+    _dict_1_3(...),
+    _dict_1_3(_stub_dependency),
+    {"predict": {"causal": CAUSAL, "roll": ...}, "matrix": _stub_dependency},
+])
+
+
 test_right_answers_pass = right_answers(RIGHT_1_1, RIGHT_1_2, RIGHT_1_3_MATRIX)
-test_stubs_are_not_done = not_done_answers(NOT_DONE_1_1, NOT_DONE_1_2)
-test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3_MATRIX)
+test_stubs_are_not_done = not_done_answers(NOT_DONE_1_1, NOT_DONE_1_2, NOT_DONE_1_3)
+test_wrong_answers_are_named = wrong_answers(WRONG_1_1, WRONG_1_2, WRONG_1_3_MATRIX, WRONG_1_3_PREDICTIONS)

@@ -4,8 +4,8 @@
     of the new one (a dict of two lists)
 1.2 which output positions change when one Key/Value token or one Query token changes in cross-attention
     (a dict: reasoning)
-1.3 the dependency matrix of a layer: which output positions move when each input token changes (a function,
-    L x L)
+1.3 the dependency matrix of a layer: which output positions move when each input token changes; first two
+    predictions (causal self-attention and torch.roll, L = 4), then the function (a dict)
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from mha.masks import causal_mask
 from .answers import as_int, name_the_match, part, plain
 from .records import RECORDS, Ask, Which, as_index_list, dict_answer, predict_which
 from .running import call
-from .verdicts import checker, Mistake
+from .verdicts import checker, Mistake, NotDone
 
 __all__ = ["check_permuted_rows", "check_changed_positions_cross", "check_dependency_matrix"]
 
@@ -279,19 +279,26 @@ def _wrong_experiments(f, x: torch.Tensor, k: int):
 
 
 # ---------------------------------------------------------------- 1.3 (the dependency matrix, every k at once)
-def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
-    """An (L, L) answer of True/False (or 0/1): a tensor, an array or a list of rows, as a bool tensor."""
+ONE_K = "看起来只做了一个 k；要的是 {L}×{L} 的 True/False 矩阵，对每个输入位置 k 都做一次实验，结果放进第 k 列"
+LISTS = "看起来你返回的是每个 k 的“变化位置列表”"
+PREDICTED_ONE_ROW = "看起来只写了一行；要写 {L} 行、每行 {L} 个 True/False（或 1/0），第 j 行第 k 列回答“改输入位置 k，输出位置 j 变不变”"
+PREDICTED_LISTS = "看起来你写的是每一行“用到了哪些位置”的列表"
+
+
+def as_bool_matrix(value, L: int, what: str, one_k: str = ONE_K, lists: str = LISTS) -> torch.Tensor:
+    """An (L, L) answer of True/False (or 0/1): a tensor, an array or a list of rows, as a bool tensor; ``one_k``
+    and ``lists`` name a 1-d answer and rows of different lengths (a function's result by default)."""
+    one_k, lists = one_k.format(L=L), lists.format(L=L)
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(value.copy()) if value.dtype.kind in "biuf" else value.tolist()
     if isinstance(value, (list, tuple)):
         rows = [r.tolist() if isinstance(r, (torch.Tensor, np.ndarray)) else r for r in value]
         if rows and not any(isinstance(r, (list, tuple, range)) for r in rows):
-            raise Mistake(f"{what} 是一个一维的 list：看起来只做了一个 k；要的是 {L}×{L} 的 True/False 矩阵，"
-                          "对每个输入位置 k 都做一次实验，结果放进第 k 列")
+            raise Mistake(f"{what} 是一个一维的 list：{one_k}")
         if not all(isinstance(r, (list, tuple, range)) for r in rows):
             raise Mistake(f"{what} 应该是 {L}×{L} 的 True/False 矩阵（张量，或由 {L} 行组成的 list），有的行却不是 list")
         if len(rows) == L and any(len(r) != L for r in rows):
-            raise Mistake(f"{what} 的行长短不一（{[len(r) for r in rows]}）：看起来你返回的是每个 k 的“变化位置列表”；"
+            raise Mistake(f"{what} 的行长短不一（{[len(r) for r in rows]}）：{lists}；"
                           f"要的是 {L}×{L} 的 True/False 矩阵，第 j 行第 k 列回答“改输入位置 k，输出位置 j 变不变”")
         if len(rows) != L or any(len(r) != L for r in rows):
             raise Mistake(f"{what} 应该是 {L}×{L} 的矩阵（L = {L}），却有 {len(rows)} 行")
@@ -302,7 +309,7 @@ def as_bool_matrix(value, L: int, what: str) -> torch.Tensor:
     if value.is_complex() or value.dtype.is_floating_point and not torch.isfinite(value).all():
         raise Mistake(f"{what} 里有复数、NaN 或 inf；要的是 True/False（或 0/1）")
     if tuple(value.shape) != (L, L):
-        hint = "：看起来只做了一个 k；要对每个输入位置 k 都做一次，第 k 列放它的结果" if value.dim() == 1 else ""
+        hint = f"：{one_k}" if value.dim() == 1 else ""
         raise Mistake(f"{what} 的形状应该是 ({L}, {L})（L = {L}），实际是 {tuple(value.shape)}{hint}")
     if value.dtype != torch.bool:
         if not ((value == 0) | (value == 1)).all():
@@ -345,8 +352,94 @@ def _show(m: torch.Tensor) -> str:
     return "[" + ", ".join("".join("1" if v else "0" for v in row) for row in m.tolist()) + "]"
 
 
-@checker("ch01", "1.3", "依赖矩阵：每个输出位置用到了哪些输入位置")
-def check_dependency_matrix(fn):
+# ---------------------------------------------------------------- 1.3 (predictions first: causal self-attention and roll, L = 4)
+PREDICT_L = 4
+PREDICTED = {"causal": "自注意力 + 因果掩码（位置 j 只看位置 0 到 j）", "roll": "torch.roll(x, 1, dims=1)"}
+EXAMPLE_1_3 = '{"predict": {"causal": D1, "roll": D2}, "matrix": dependency_matrix}'
+
+
+def predicted_functions(d_model: int = 4) -> dict:
+    """The two functions whose dependency matrices the prompt asks to predict, as the chapter would build them."""
+    attn = _layer(d_model)
+    return {"causal": lambda t: attn(t, t, t, causal_mask(t.shape[1])), "roll": lambda t: torch.roll(t, 1, dims=1)}
+
+
+def predicted_truth(L: int = PREDICT_L, d_model: int = 4) -> dict:
+    """``{"causal": D1, "roll": D2}``, (L, L) bool each, found by running the reference experiment on the real
+    functions (never typed in)."""
+    x = torch.randn(2, L, d_model)
+    return {key: _matrix([_changed_positions_reference(f, x, k) for k in range(L)], L)
+            for key, f in predicted_functions(d_model).items()}
+
+
+def _without(m: torch.Tensor, j: int, k: int) -> torch.Tensor:
+    m = m.clone()
+    m[j, k] = False
+    return m
+
+
+def _prediction_mistakes(key: str, truth: dict, got: dict):
+    """(typical wrong prediction, what it gets wrong) for ``key``, built from the true matrices; ``got``: both
+    predictions, to tell two swapped predictions from one copied into the wrong place."""
+    L, other = PREDICT_L, "roll" if key == "causal" else "causal"
+    eye, ones = torch.eye(L, dtype=torch.bool), torch.ones(L, L, dtype=torch.bool)
+    rows_cols = "行是输出位置 j，列是输入位置 k"
+    yield truth[other], f"这是 {PREDICTED[other]} 的依赖矩阵，" + (
+        "看起来 \"causal\" 和 \"roll\" 两个预测放反了" if torch.equal(got[other], truth[key]) else f"不是 {PREDICTED[key]} 的")
+    if key == "causal":
+        c = truth["causal"]
+        yield (c.T, f"写成了上三角：{rows_cols}。因果掩码让输出位置 j 只看输入位置 0 到 j，所以第 j 行在 k ≤ j 处是 True，"
+                    "是下三角（含对角线）；上三角是把行和列放反了")
+        yield (ones, "全是 True：这是没有掩码的自注意力。因果掩码让位置 j 只看位置 0 到 j，改 j 后面的 token（k > j），"
+                     "位置 j 的输出不会变")
+        yield (c & ~eye, "少了对角线：位置 j 看的是位置 0 到 j，包括它自己；改位置 j 的 token，它自己的输出当然会变")
+        yield (~c, f"标出的是 k > j 的格子（上三角，不含对角线）。若标的是被因果掩码挡住的位置：D 的 True 说的是“会变”，"
+                   f"也就是输出位置 j 用到了输入位置 k，被挡住的位置恰好不会让它变；若是把行和列放反了：{rows_cols}，"
+                   "位置 j 看的是 0 到 j（含 j 自己），应是下三角含对角线")
+        yield (eye, "只有对角线：那是 nn.Linear 的 D（每个位置只看自己）；加了因果掩码的自注意力里，位置 j 还看得到它前面的 "
+                    "0 到 j − 1")
+        yield (c | torch.roll(c, 1, dims=1),  # k <= j + 1
+               "每一行多标了一格（k = j + 1）：位置从 0 数，位置 j 看的是 0 到 j；看起来你把某处的编号从 1 数了")
+        return
+    r = truth["roll"]
+    wrap = (0, L - 1)  # output 0 holds input L - 1
+    back = ("torch.roll(x, 1, dims=1) 把每个 token 往后挪一格：输入位置 k 的 token 去了输出位置 k + 1，"
+            "所以输出位置 j 放的是输入位置 j − 1 的 token，D[j, j − 1] 是 True")
+    yield (r.T, f"方向反了：你标的是 D[j, j + 1]。{back}（输出位置 0 放的是输入位置 {L - 1} 的）。"
+                "“token k 去了哪”要看第 k 列里哪一行是 True，不是第 k 行")
+    yield (eye, f"只有对角线：这是 nn.Linear 那样每个位置只看自己；{back}")
+    yield (_without(r, *wrap), f"少了绕回的那一格：torch.roll 是循环移位，挪出末尾的 token 回到开头，输出位置 0 放的是输入位置 "
+                               f"{L - 1} 的 token，所以 D[0, {L - 1}] 是 True")
+    yield (_without(r.T, *reversed(wrap)), f"方向反了，也少了绕回的那一格：{back}；位置 0 放的是位置 {L - 1} 的 token（循环移位）")
+    yield ((r.int() @ r.int()) > 0, f"挪了两格（D[j, j − 2]）：{back}；看起来你在从 1 数和从 0 数之间多换算了一次")
+    yield ones, "全是 True：roll 不混合位置，每个输出位置只放着一个输入 token，改别的 token 它不会变"
+    yield ~ones, "全是 False：roll 不改数值，但 token 换了位置：改输入位置 k，输出位置 k + 1 就会变"
+
+
+def _check_predictions(predict) -> None:
+    """``{"causal": D1, "roll": D2}``: the two 4 x 4 matrices predicted before the experiment."""
+    what = 'answer["predict"]'
+    if not isinstance(predict, dict) or not set(PREDICTED) <= set(predict):
+        got = f"，缺少键 {[k for k in PREDICTED if k not in predict]}" if isinstance(predict, dict) else \
+            f"，却收到了 {type(predict).__name__}"
+        raise Mistake(f'{what} 应该是字典 {{"causal": D1, "roll": D2}}（两个 {PREDICT_L}×{PREDICT_L} 的预测）{got}')
+    if any(predict[k] is Ellipsis for k in PREDICTED):
+        raise NotDone()
+    names = {key: f'{what}["{key}"]' for key in PREDICTED}
+    got = {key: as_bool_matrix(part(predict[key], name), PREDICT_L, f"{name}（L = {PREDICT_L}）", one_k=PREDICTED_ONE_ROW,
+                               lists=PREDICTED_LISTS) for key, name in names.items()}
+    truth = predicted_truth()
+    for key, name in names.items():
+        if torch.equal(got[key], truth[key]):
+            continue
+        where = f"{name} = {_show(got[key])}（每一项是一行，1 = 会变）"
+        name_the_match(got[key], _prediction_mistakes(key, truth, got), prefix=f"{where}：")
+        j, k = (got[key] != truth[key]).nonzero()[0].tolist()
+        raise Mistake(f"{where}：第 {j} 行第 {k} 列（从 0 数）不对：{PREDICTED[key]} 里，给输入位置 {k} 加 1 后，"
+                      f"输出位置 {j} " + ("会变" if truth[key][j, k] else "不会变") + "；想一想输出位置 j 用到了哪些输入位置")
+
+
+def _check_function(fn) -> None:
     """``fn(f, x) -> (L, L)`` True/False: entry [j][k] says whether output position j of ``f`` moves (some number by
     more than 1e-6, in any sentence) when 1 is added to every feature of input token k in every sentence of x."""
     for name, f, x, _ in _position_cases():
@@ -365,3 +458,16 @@ def check_dependency_matrix(fn):
         j, k = (got != truth).nonzero()[0].tolist()
         raise Mistake(f"{where}：第 {j} 行第 {k} 列（从 0 数）不对：给输入位置 {k} 加 1 后，输出位置 {j} "
                       + ("会变" if truth[j, k] else "不会变"))
+
+
+@checker("ch01", "1.3", "依赖矩阵：每个输出位置用到了哪些输入位置")
+def check_dependency_matrix(answer):
+    """1.3: ``{"predict": {"causal": D1, "roll": D2}, "matrix": dependency_matrix}``. The predictions (4 x 4 each,
+    causal self-attention and ``torch.roll(x, 1, dims=1)``) are checked first, their typical mistakes named; then
+    the function, as :func:`_check_function` says."""
+    if callable(answer) and not isinstance(answer, dict):
+        raise Mistake(f"答案应该是字典 {EXAMPLE_1_3}：先写两个预测（L = {PREDICT_L}），再把函数放进 \"matrix\"；"
+                      f"收到的是一个{'类' if isinstance(answer, type) else '函数'}")
+    answer = dict_answer(answer, ("predict", "matrix"), EXAMPLE_1_3)
+    _check_predictions(answer["predict"])
+    _check_function(answer["matrix"])
