@@ -139,8 +139,13 @@ def test_the_self_check_asks_a_sibling_case_not_the_exercise(exercise_id, capsys
     record = RECORDS[exercise_id]
     truth = record.right()
     quiz = {key: [v for v, ok in _choices(exercise_id, i) if ok][0] for i, key in enumerate(WARMUPS[exercise_id].keys)}
-    if set(quiz) != set(record.keys):  # 1.1: the quiz asks one all-shuffled case, the exercise two others
+    if set(quiz) != set(record.keys) and "" in quiz:  # 1.1: the quiz asks one all-shuffled case, the exercise two others
         quiz = {key: quiz[""] for key in record.keys}
+    elif set(quiz) != set(record.keys):  # 3.1: the quiz asks other things; no answer of it answers a graded question
+        for key in record.keys:
+            for value in quiz.values():
+                assert value != truth[key] and not passes(_checker_of(exercise_id), {**truth, key: value}, capsys)
+        quiz = {key: next(v for v in quiz.values() if v != truth[key]) for key in record.keys}
     assert all(quiz[key] != truth[key] for key in record.keys), (quiz, truth)
     assert all(q["question"].startswith(sc.WARMUP) for q in sc.questions(exercise_id))
     assert not passes(_checker_of(exercise_id), quiz[""] if record.keys == ("",) else quiz, capsys)
@@ -158,6 +163,19 @@ def test_the_shuffle_warm_up_does_not_state_the_rule(capsys):
     ex.check_permuted_rows({"queries": p, "keys": p}, record=False)
     assert "以为输出跟着 key 的顺序走" in capsys.readouterr().out
     assert passes(ex.check_permuted_rows, {"queries": p, "keys": list(range(len(p)))}, capsys)
+
+
+def test_the_gradient_warm_up_does_not_state_the_rule():
+    """3.1's quiz asks the same experiment's neighbours (W_q's bias, W_k, the other sentence): no text of it says the
+    rule that answers 3.1 (weight rows and columns, the token of Q'), neither the checker's own words nor their gist."""
+    graded = RECORDS["3.1"]
+    words = [ask.right_why for ask in graded.asks.values()] + ["(out, in)", "只用第", "每一列", "逐 token", "weight 的第"]
+    assert set(graded.keys).isdisjoint(ex.ch03.WARMUP.keys)
+    for q in sc.questions("3.1"):
+        text = html.unescape(json.dumps(q, ensure_ascii=False))
+        assert "weight.grad" not in text.replace("W_k.weight.grad", ""), text  # W_q's weight is 3.1's, not the quiz's
+        for a in q["answers"]:
+            assert not any(w in html.unescape(a["feedback"]) for w in words), a["feedback"]
 
 
 def test_variances_are_the_theory():
@@ -241,7 +259,7 @@ def _truths(exercise_id):
 
 def test_which_position_answers_are_what_the_experiments_give():
     assert _truths("1.1") == [[2, 0, 3, 1]]  # the rows follow their tokens: r = p
-    assert _truths("3.1") == [[1], list(range(8)), [3]]  # weight row j, every column, only its own token
+    assert _truths("3.1") == [list(range(8)), [], []]  # a whole row: every bias entry; W_k unused; other sentence 0
     assert _truths("4.1") == [[2], [3], [1, 2]]  # weight row 7 -> head 7 // 3; per token; Q' 4:7 -> heads 1, 1, 2
     assert _truths("5.1") == [[1], [3, 4], [2, 3, 4]]  # causal: query t sees keys 0..t
     assert _truths("1.2") == [[0, 1, 2, 3, 4], [0]]  # L = 5: a key/value token reaches every output, a query only its own
