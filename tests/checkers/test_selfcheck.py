@@ -143,9 +143,9 @@ def test_the_self_check_asks_a_sibling_case_not_the_exercise(exercise_id, capsys
     if set(quiz) == {""} != set(record.keys):  # 1.1: the quiz asks one all-shuffled case, the exercise two others
         quiz = {key: quiz[""] for key in record.keys}
     shared = [key for key in record.keys if key in quiz]  # 5.1's quiz asks no query, and a PAD's value besides
-    if not shared:  # 4.1: the quiz asks other questions; none of its answers, put into any graded key, passes
+    if not shared:  # 3.1, 4.1: the quiz asks other questions; none of its answers, put into any graded key, passes
         for key, value in ((k, v) for k in record.keys for v in quiz.values()):
-            assert not passes(_checker_of(exercise_id), {**truth, key: value}, capsys), (key, value)
+            assert value != truth[key] and not passes(_checker_of(exercise_id), {**truth, key: value}, capsys), (key, value)
     assert all(quiz[key] != truth[key] for key in shared), (quiz, truth)
     assert all(q["question"].startswith(sc.WARMUP) for q in sc.questions(exercise_id))
     if shared:
@@ -197,6 +197,19 @@ def test_the_causal_warm_up_does_not_state_the_rule(capsys):
     for key, q in zip(ch05.WARMUP.keys, quiz):  # the graded answer with one key replaced by the quiz's right option
         if key in truth:
             assert not passes(ex.check_rows_that_move, {**truth, key: value_of(right(q))}, capsys), key
+
+
+def test_the_gradient_warm_up_does_not_state_the_rule():
+    """3.1's quiz asks the same experiment's neighbours (W_q's bias, W_k, the other sentence): no text of it says the
+    rule that answers 3.1 (weight rows and columns, the token of Q'), neither the checker's own words nor their gist."""
+    graded = RECORDS["3.1"]
+    words = [ask.right_why for ask in graded.asks.values()] + ["(out, in)", "只用第", "每一列", "逐 token", "weight 的第"]
+    assert set(graded.keys).isdisjoint(ex.ch03.WARMUP.keys)
+    for q in sc.questions("3.1"):
+        text = html.unescape(json.dumps(q, ensure_ascii=False))
+        assert "weight.grad" not in text.replace("W_k.weight.grad", ""), text  # W_q's weight is 3.1's, not the quiz's
+        for a in q["answers"]:
+            assert not any(w in html.unescape(a["feedback"]) for w in words), a["feedback"]
 
 
 def test_variances_are_the_theory():
@@ -280,7 +293,7 @@ def _truths(exercise_id):
 
 def test_which_position_answers_are_what_the_experiments_give():
     assert _truths("1.1") == [[2, 0, 3, 1]]  # the rows follow their tokens: r = p
-    assert _truths("3.1") == [[1], list(range(8)), [3]]  # weight row j, every column, only its own token
+    assert _truths("3.1") == [list(range(8)), [], []]  # a whole row: every bias entry; W_k unused; other sentence 0
     assert _truths("4.1") == [[0, 1, 2, 3], [0, 1, 2, 3, 4], []]  # a W_q column: every head; a bias: every token; sentence 1
     assert _truths("5.1") == [list(range(5)), [], list(range(5))]  # no causal mask, key 4 a PAD: value 2, value 4, key 3
     assert _truths("1.2") == [[0, 1, 2, 3, 4], [0]]  # L = 5: a key/value token reaches every output, a query only its own

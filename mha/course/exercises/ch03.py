@@ -1,6 +1,8 @@
 """Checkers for chapter 03, step 2: the three Linear projections.
 
-* 3.1 ``check_gradient_reach``: which rows and columns of W_q.weight and which tokens of x one number of Q' uses.
+* 3.1 ``check_gradient_reach``: which rows and columns of W_q.weight and which tokens of x one number of Q' uses
+  (its self-check, :data:`WARMUP`, asks which entries of W_q.bias, rows of W_k.weight and tokens of the other
+  sentence a whole row of Q' uses).
 * 3.2 ``check_count_parameters_general``: parameters of a layer whose heads are d_k (queries, keys) and d_v
   (values) wide, d_k, d_v free.
 * 3.3 ``check_packed_k``: K' straight from the packed (3·d_model, d_model) weight that nn.MultiheadAttention
@@ -26,7 +28,8 @@ __all__ = ["check_gradient_reach", "check_count_parameters_general", "check_pack
 
 
 # ---------------------------------------------------------------- 3.1 (what one number of Q' is made of)
-AT, WARMUP_AT = (1, 2, 4), (0, 3, 1)  # Q'[b, t, j]: of a d_model = 6 layer, x (2, 3, 6); the self-check's: 8, (2, 4, 8)
+AT = (1, 2, 4)  # Q'[b, t, j]: of a d_model = 6 layer, x (2, 3, 6)
+WARMUP_AT = (0, 3)  # the self-check's loss Q'[b, t, :].sum(): a whole row, of a d_model = 8 layer, x (2, 4, 8)
 
 
 def gradient_reach(d_model: int = 6, at=AT, L: int = 3) -> dict:
@@ -39,7 +42,7 @@ def gradient_reach(d_model: int = 6, at=AT, L: int = 3) -> dict:
 
 
 def _reach(d: int, L: int, at: tuple) -> Which:
-    """Exercise 3.1 for a (d, 2) layer, x (2, L, d) and the number ``Q'[at]`` (the self-check asks another)."""
+    """Exercise 3.1 for a (d, 2) layer, x (2, L, d) and the number ``Q'[at]`` (the self-check asks :data:`WARMUP`)."""
     (b, t, j), d_k = at, d // 2  # a (d, 2) layer
     return Which(
         "3.1", "ch03", "Q′ 的一个数由哪些参数、哪些 token 算出", lambda: gradient_reach(d, at, L), size=d,
@@ -72,7 +75,56 @@ def _reach(d: int, L: int, at: tuple) -> Which:
 
 
 check_gradient_reach = predict_which(_reach(6, 3, AT))
-WARMUP = _reach(8, 4, WARMUP_AT)  # the self-check's sibling case
+
+
+def gradient_spread(d_model: int = 8, at=WARMUP_AT, L: int = 4) -> dict:
+    """Which entries of ``W_q.bias``, which rows of ``W_k.weight`` and which tokens of the other sentence
+    ``x[1 - at[0]]`` get a non-zero gradient from ``loss = W_q(x)[at].sum()`` (a whole row of Q'), by running
+    autograd on the course's layer; a parameter the loss does not use (``.grad`` None) has no such rows."""
+    b, t = at
+    layer, x = MultiHeadAttention(d_model, 2), torch.randn(2, L, d_model, requires_grad=True)
+    with torch.enable_grad():
+        g_b, g_k, g_x = torch.autograd.grad(layer.W_q(x)[b, t, :].sum(), (layer.W_q.bias, layer.W_k.weight, x),
+                                            allow_unused=True)  # (out,), (out, in) or None, (B, L, d)
+    return {"bias": positions(g_b != 0), "k_rows": [] if g_k is None else positions((g_k != 0).any(1)),
+            "other_tokens": positions((g_x[1 - b] != 0).any(-1))}
+
+
+def _spread(d: int, L: int, at: tuple) -> Which:
+    """The self-check above 3.1: the same experiment's neighbours (W_q's bias, W_k, the other sentence) after a
+    whole row of Q' is the loss; none of its answers is one of 3.1's, and its words do not say 3.1's rule."""
+    (b, t), d_k, o = at, d // 2, 1 - at[0]
+    return Which(
+        "3.1", "ch03", "Q′ 的一整行用到哪些参数、哪些输入", lambda: gradient_spread(d, at, L), size=d,
+        setting=(f"`layer = mha.MultiHeadAttention({d}, 2)`，x 的形状是 (2, {L}, {d})（requires_grad=True），"
+                 f"`q = layer.W_q(x)`，这次把 token {t} 的整行 {d} 个数加起来当损失：`q[{b}, {t}, :].sum().backward()`。"
+                 "下标都从 0 数。"),
+        range_why=f"：bias 有 {d} 个数，W_k.weight 有 {d} 行，x 的每一句有 {L} 个 token",
+        asks={"bias": Ask(
+            "`layer.W_q.bias.grad` 的哪些数不是 0？",
+            f"损失是 q[{b}, {t}, 0] 到 q[{b}, {t}, {d - 1}] 的和，这 {d} 个数各自加了 bias 的一个分量，"
+            f"所以 bias 的 {d} 个分量的梯度都是 1。",
+            f"bias 的每个分量加到 Q′ 的哪些数上？损失里有 token {t} 的全部 {d} 个数", (
+                ([t], f"{t} 是 token 的位置：bias 的下标是输出特征，{d} 个分量每个 token 都加一遍"),
+                ([], f"bias 不乘 x，但它也加进了这一行：q[{b}, {t}, m] = x 的加权和 + bias[m]，每个 bias[m] 的梯度是 1"),
+                (list(range(d_k)), f"这是第一个头的 d_k = {d_k} 个特征：这里还没分头，损失把 token {t} 的全部 {d} 个数都加起来了"))),
+            "k_rows": Ask(
+            "`layer.W_k.weight.grad` 的哪些行不是 0？（.grad 是 None 也算作没有）",
+            "`q = layer.W_q(x)` 只经过 W_q：W_k 要到算 K′ 时才用上，这个损失里没有它，`W_k.weight.grad` 还是 None。",
+            "算 q 的时候用到 W_k 了吗？", (
+                (list(range(d)), "以为 Q′ 也用了 W_k：q = layer.W_q(x) 只经过 W_q，Key 的投影是另一个 Linear，"
+                                 "要等 K′ 和 Q′ 在注意力分数里相遇，W_k 才会有梯度"),
+                ([t], f"{t} 是 token 的位置，而且 W_k 根本没进这个损失：它的 .grad 还是 None"))),
+            "other_tokens": Ask(
+            f"`x.grad[{o}]`（另一句话）里哪些 token（行）不是 0？",
+            f"损失只取了第 {b} 句话的 Q′：batch 里的两句话各算各的，第 {o} 句话的 x 没进这个损失，x.grad[{o}] 全是 0。",
+            f"第 {o} 句话的 x 进了这个损失吗？", (
+                ([t], f"以为两句话里同一个位置的 token 连在一起：Linear 对 batch 里的每句话分别计算，第 {o} 句的 token {t} "
+                      "没进这个损失"),
+                (list(range(L)), f"第 {o} 句话没有一个 token 进了这个损失：损失只取了 q[{b}, ...]")), size=L)})
+
+
+WARMUP = _spread(8, 4, WARMUP_AT)  # the self-check's neighbouring question (3.1 itself is asked of _reach)
 
 
 # ---------------------------------------------------------------- 3.2 (d_k and d_v free)
