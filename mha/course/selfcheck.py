@@ -126,7 +126,7 @@ def _exercise(exercise_id: str):
     return register
 
 
-WARMUP = "热身（和练习同一类问题，换了一组数）："  # the self-check of a "which positions" exercise asks a sibling case
+WARMUP = "热身（和练习相关的另一个问题，答案不能照搬）："  # the self-check asks a neighbouring case, never the exercise
 
 
 def _from_which(ex) -> list:
