@@ -354,8 +354,11 @@ WRONG_2_3_STACK = mistakes_for(check_run_stack, [
     (_stack(cross_mask=lambda m: None), "交叉注意力没有用源句的 padding 掩码"),
     (_stack(enc_mask=lambda m: None), "编码器自注意力没有用 padding 掩码"),
     (_stack(residual=True), "残差连接"),
-    (_stack(enc_mask=lambda m: m["causal"]), "cannot broadcast"),
-    (_stack(cross_mask=lambda m: m["tgt_padding"]), ["交叉注意力块的输入不对", "cannot broadcast"]),
+    (_stack(enc_mask=lambda m: m["causal"]), "编码器一开始就看到整句源句，不需要因果掩码"),
+    (_stack(cross_mask=lambda m: m["tgt_padding"]), ["交叉注意力块的输入不对", "不是目标句的"]),
+    (_stack(cross_mask=lambda m: m["causal"]), ["交叉注意力块的输入不对", "不需要因果掩码"]),  # review r7 M1
+    (_stack(self_mask=lambda m: m["src_padding"]), ["解码器掩码自注意力块的输入不对", "目标句自己的位置"]),  # review r7 M1
+    (_stack(cross_mask=lambda m: m["src_padding"] & m["causal"]), ["两个掩码合不到一起", "交叉注意力"]),  # review r7 M1
     (_stack(enc_mask=lambda m: m["causal"]), "编码器自注意力块的输入不对"),
     (_stack_mutating, "原地改动了传进来的参数 masks"),
     (_stack_first_layer_only, ["只跑了第 1 层", "后面的层没有用上"]),
@@ -364,7 +367,7 @@ WRONG_2_3_STACK = mistakes_for(check_run_stack, [
     (_stack_masks_first_layer("enc"), "从第 2 层起编码器自注意力漏了 padding 掩码"),
     (_stack_masks_first_layer("all"), "只有第 1 层用了掩码"),
     (_stack_swapped_cross_tgt_mask, ["交叉注意力块的输入不对", "Query 和 Key/Value 放反了"]),  # student r3 L2
-    (_stack_swapped_cross, ["交叉注意力块的输入不对", "Key = Value 是编码器最后一层的输出"]),
+    (_stack_swapped_cross, ["交叉注意力块的输入不对", "放反了"]),
     (lambda e, d, ex, dx, m: ex, "编码器那边的形状"),
     (lambda e, d, ex, dx, m: dx[:, :1], "形状应该是"),
     (lambda e, d, ex, dx, m: dx, "数值不对"),

@@ -256,6 +256,7 @@ class ResidualBlock(torch.nn.Module):
         super().__init__()
         self.role = role
         self.lengths = None  # (L, S) of a cross-attention block: set by stack_case, so that swapped inputs get named
+        self.masks = None  # the case's masks (a copy of the dict): set by stack_case, so that a wrong mask gets named
         self.attn = MultiHeadAttention(d_model, n_heads).eval()
         with torch.no_grad():  # sharper weights than an untrained layer's near-uniform ones
             self.attn.W_q.weight.mul_(SHARP)
@@ -265,17 +266,34 @@ class ResidualBlock(torch.nn.Module):
         if self.lengths is not None and (query.shape[-2], key.shape[-2]) == self.lengths[::-1]:
             raise ValueError(f"{BLOCK_ROLES[self.role]}（这里 Query 有 {query.shape[-2]} 个位置、Key 有 {key.shape[-2]} 个："
                              "Query 和 Key/Value 放反了）")
+        why = MASK_WHY.get((self.role, self.mask_name(mask)))
+        if why:  # a typical wrong mask for this block: named before it crashes (or not) inside the layer
+            raise ValueError(f"{BLOCK_ROLES[self.role]}：{why}")
         try:
             return query + self.attn(query, key, value, mask)
-        except (ValueError, RuntimeError, TypeError) as e:  # a wrong input or mask: say which block and what it takes
-            raise type(e)(f"{BLOCK_ROLES[self.role]}（{e}）") from None
+        except (ValueError, RuntimeError, TypeError):  # a wrong input or mask: say which block, not the answer
+            raise ValueError(f"{BLOCK_ROLES[self.role]}：这个块的 Query、Key/Value 和掩码对不上。想一想它的 Query 和 Key "
+                             "各来自哪一句、上一层的哪个输出，掩码管的是哪一句的 key") from None
+
+    def mask_name(self, mask):
+        """Which of the case's masks (or ``tgt_padding & causal``) ``mask`` is, by value; None if none or unknown."""
+        if not isinstance(mask, torch.Tensor) or not self.masks:
+            return None
+        m = self.masks
+        named = {**m, "tgt_padding & causal": m["tgt_padding"] & m["causal"]}
+        return next((name for name, t in named.items() if mask.shape == t.shape and torch.equal(mask.bool(), t)), None)
 
 
-BLOCK_ROLES = {
-    "encoder": "编码器自注意力块的输入不对：Q = K = V 是编码器这一侧上一层的输出（第 1 层是 enc_x），掩码是 src_padding",
-    "decoder": "解码器掩码自注意力块的输入不对：Q = K = V 是解码器这一侧上一层的输出（第 1 层是 dec_x），"
-               "掩码是 tgt_padding & causal",
-    "cross": "交叉注意力块的输入不对：Query 是本层掩码自注意力的输出，Key = Value 是编码器最后一层的输出，掩码是 src_padding",
+BLOCK_ROLES = {"encoder": "编码器自注意力块的输入不对", "decoder": "解码器掩码自注意力块的输入不对",
+               "cross": "交叉注意力块的输入不对"}
+MASK_WHY = {  # (block, the mask it got) -> why that mask is wrong there
+    ("encoder", "tgt_padding"): "它的 key 是源句的位置，要用源句的 padding 掩码，不是目标句的",
+    ("encoder", "causal"): "编码器一开始就看到整句源句，不需要因果掩码；要挡的是源句的 PAD",
+    ("encoder", "tgt_padding & causal"): "它的 key 是源句的位置：要用源句的 padding 掩码，也不需要因果掩码",
+    ("decoder", "src_padding"): "解码器自注意力的 key 是目标句自己的位置：要用目标句的 padding 掩码，再和因果掩码用 & 合并",
+    ("cross", "tgt_padding"): "交叉注意力的 key 是源句的位置：要用源句的 padding 掩码，不是目标句的",
+    ("cross", "causal"): "交叉注意力的 key 是源句的位置，源句整句都已知，不需要因果掩码；要挡的是源句的 PAD",
+    ("cross", "tgt_padding & causal"): "交叉注意力的 key 是源句的位置：要用源句的 padding 掩码，也不需要因果掩码",
 }
 
 
@@ -291,6 +309,8 @@ def stack_case(n_layers, B, S, L, d_model, src_rows, tgt_lengths):
     masks = {"src_padding": torch.tensor(src_rows, dtype=torch.bool)[:, None, None, :],  # (B, 1, 1, S)
              "tgt_padding": (torch.arange(L)[None, :] < torch.tensor(tgt_lengths)[:, None])[:, None, None, :],  # (B, 1, 1, L)
              "causal": torch.ones(L, L, dtype=torch.bool).tril()}  # (L, L)
+    for block in [*enc_layers, *(b for pair in dec_layers for b in pair)]:
+        block.masks = {name: t.clone() for name, t in masks.items()}
     return enc_layers, dec_layers, torch.randn(B, S, d_model), torch.randn(B, L, d_model), masks
 
 
@@ -301,7 +321,13 @@ def check_run_stack(fn):
     for n_layers, B, S, L, d_model, src_rows, tgt_lengths in STACK_CASES:
         enc_layers, dec_layers, enc_x, dec_x, masks = stack_case(n_layers, B, S, L, d_model, src_rows, tgt_lengths)
         what = f"run_stack（{n_layers} 层，enc_x {tuple(enc_x.shape)}，dec_x {tuple(dec_x.shape)}）"
-        out = expect_tensor(call(fn, enc_layers, dec_layers, enc_x, dec_x, masks, what="run_stack"), what)
+        try:
+            out = expect_tensor(call(fn, enc_layers, dec_layers, enc_x, dec_x, masks, what="run_stack"), what)
+        except Mistake as m:  # two masks of different sentences combined in the student's own code
+            if "must match the size" not in str(m):
+                raise
+            raise Mistake(f"{m}。提示：两个掩码合不到一起：一个管源句的 key，一个管目标句的位置。交叉注意力的 key 是源句，"
+                          "不需要因果掩码；只有解码器的掩码自注意力要把目标句的两个掩码用 & 合并") from None
         with torch.no_grad():
             truth = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks)
         expect_shape(out, (B, L, d_model), what, named=[

@@ -88,7 +88,7 @@ def _rows(q_at: int, hidden: int, v_at: int) -> Which:
                 (every, f"query {q_at} 只出现在 scores 的第 {q_at} 行：别的行的分数用的是它们自己的 query，它们的权重和输出都不变"),
                 (every[q_at:], f"把 query 当成了 key：后面的 query 看到的是 key 和 value，换掉 query {q_at} 只改第 {q_at} 行"))),
               "mask_key": Ask(
-            f"在因果掩码之外再挡住 key {hidden}（`keep[:, {hidden}] = False`），哪些输出行会变？",
+            f"在因果掩码之外再挡住 key {hidden}（每个 query 都不许看 key {hidden}），哪些输出行会变？",
             f"query t 看 key 0..t：第 {hidden} 行及以后原本都给 key {hidden} 分了权重，现在要重新分配。",
             f"哪些 query 原本看得到 key {hidden}？", (
                 ([hidden], f"挡住 key {hidden} 改的是 scores 的第 {hidden} 列：每个原本看得到它的 query"
@@ -128,7 +128,7 @@ def _padded_rows(v_at: int, hidden: int) -> Which:
                 ([pad], f"输出第 {pad} 行是 query {pad} 的加权和；掩码对它也挡住了 key {pad}，它给 value {pad} 的权重是 0"),
                 (every, f"没有因果掩码，不等于每个 key 都看得见：padding 掩码让每个 query 给 key {pad} 的权重都是 0"))),
               "mask_key": Ask(
-            f"q、k、v 都不变，在 padding 掩码之外再挡住 key {hidden}（`keep[..., {hidden}] = False`），哪些输出行会变？",
+            f"q、k、v 都不变，在 padding 掩码之外再挡住 key {hidden}（每个 query 都不许看 key {hidden}），哪些输出行会变？",
             f"每个 query 原本都给 key {hidden} 分了权重；挡住它，每一行的权重都要在剩下的 key 之间重新分配。",
             f"哪些 query 原本看得到 key {hidden}？", (
                 ([hidden], f"挡住 key {hidden} 改的是 scores 的第 {hidden} 列，不是第 {hidden} 行："
