@@ -141,11 +141,11 @@ WARMUP = _padded_rows(*WARMUP_ASKED)
 
 
 # ---------------------------------------------------------------- 5.2 (the inputs do not have variance 1)
-VARIANCE_D_K = 256
+VARIANCE_D_K = 100  # the warm-up's d_k: its answer (100) is no part of the graded answer (256, 4, 16)
 
-# How close a variance must be to the theory (256, 1). The prompt asks for the exact values, and
+# How close a variance must be to the theory (the exercise's 256 and 4). The prompt asks for the exact values, and
 # they pass; a measurement passes only when it is careful. The sample variance of N draws of q·k
-# (a sum of 256 products, nearly normal: kurtosis ≈ 3.02) has a relative standard error of about
+# (a sum of 64 products, nearly normal) has a relative standard error of about
 # sqrt(2 / N) — 1.4 % for N = 10 000 draws — so a measurement with ten thousand draws or more lands
 # within 5 % with probability above 99.9 %. Numbers 6 % or more off, like (240, 0.9), are a rough
 # guess or a tiny experiment, not the variance: they fail with a message saying they are close.

@@ -218,7 +218,7 @@ def predict_which(ex: Which):
                 if g == list(wrong):
                     raise Mistake(f"{name}：{why}")
             if g == [p + 1 for p in t]:
-                raise Mistake(f"{name}：位置编号从 0 开始数（0 到 {n - 1}），你的答案像是从 1 开始数的")
+                raise Mistake(f"{name}：编号从 0 开始数（0 到 {n - 1}），你的答案像是从 1 开始数的")
             if ex.ordered and len(g) != n:
                 raise Mistake(f"{name} 有 {len(g)} 个数：要写 {n} 个，每一行一个")
             if any(p < 0 or p >= n for p in g):
