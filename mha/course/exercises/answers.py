@@ -156,6 +156,8 @@ def name_the_match(got, named, prefix: str = "", suffix: str = "", same=torch.eq
     """Equal to a known wrong answer: raise :class:`Mistake` with the message of the first ``(wrong answer,
     message)`` in ``named`` that ``same(got, wrong)`` (call it once ``got`` is known to be wrong; ``named`` may be
     a generator, each wrong answer is computed only when reached); return quietly when none matches."""
+    if prefix.endswith("时"):  # "n_heads=2 时" + "偏置…": a comma between the setting and the reason
+        prefix += "，"
     for wrong, message in named:
         if same(got, wrong):
             raise Mistake(prefix + message + suffix)
