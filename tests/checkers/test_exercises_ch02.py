@@ -4,6 +4,7 @@ garbage answers are tried on every checker in tests/checkers/test_exercises_comm
 import math
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -12,7 +13,7 @@ from mha.course.exercises import (check_pe_bug, check_pe_shift_matrix, check_run
 from mha.course.exercises.ch02 import build_x_buggy, ResidualBlock
 from mha.positional import sinusoidal_positional_encoding
 from exercise_support import (answers_for, mistakes_for, not_done_answers, raise_value_error, recorded,
-                              right_answers, wrong_answers)
+                              right_answers, verdict, wrong_answers)
 
 
 # ---------------------------------------------------------------- 2.1
@@ -373,6 +374,15 @@ WRONG_2_3_STACK = mistakes_for(check_run_stack, [
     (lambda e, d, ex, dx, m: dx, "数值不对"),
     (lambda e, d, ex, dx, m: None, "忘了写 return"),
 ])
+
+
+@pytest.mark.parametrize("answer", [_stack(cross_mask=lambda m: m["tgt_padding"]), _stack_swapped_cross],
+                         ids=["cross block, target mask", "query and key/value swapped"])
+def test_2_3_names_a_wrong_block_input_as_a_verdict_not_a_crash(capsys, answer):  # review r9 L1
+    ok, out = verdict(capsys, check_run_stack, answer)
+    assert not ok and "交叉注意力块的输入不对" in out, out
+    assert "抛出了" not in out and "Error" not in out, out  # the checker's stand-in block, not the student's crash
+    assert "第 " in out and " 行" in out, out  # the student's line that called the block
 
 
 def test_the_blocks_of_2_3_carry_their_residual():

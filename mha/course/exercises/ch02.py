@@ -264,15 +264,15 @@ class ResidualBlock(torch.nn.Module):
 
     def forward(self, query, key, value, mask=None):
         if self.lengths is not None and (query.shape[-2], key.shape[-2]) == self.lengths[::-1]:
-            raise ValueError(f"{BLOCK_ROLES[self.role]}（这里 Query 有 {query.shape[-2]} 个位置、Key 有 {key.shape[-2]} 个："
+            raise Mistake(f"{BLOCK_ROLES[self.role]}（这里 Query 有 {query.shape[-2]} 个位置、Key 有 {key.shape[-2]} 个："
                              "Query 和 Key/Value 放反了）")
         why = MASK_WHY.get((self.role, self.mask_name(mask)))
         if why:  # a typical wrong mask for this block: named before it crashes (or not) inside the layer
-            raise ValueError(f"{BLOCK_ROLES[self.role]}：{why}")
+            raise Mistake(f"{BLOCK_ROLES[self.role]}：{why}")
         try:
             return query + self.attn(query, key, value, mask)
         except (ValueError, RuntimeError, TypeError):  # a wrong input or mask: say which block, not the answer
-            raise ValueError(f"{BLOCK_ROLES[self.role]}：这个块的 Query、Key/Value 和掩码对不上。想一想它的 Query 和 Key "
+            raise Mistake(f"{BLOCK_ROLES[self.role]}：这个块的 Query、Key/Value 和掩码对不上。想一想它的 Query 和 Key "
                              "各来自哪一句、上一层的哪个输出，掩码管的是哪一句的 key") from None
 
     def mask_name(self, mask):

@@ -18,6 +18,7 @@ def call(fn, *args, what: str = "你的函数", forbid=(), may_modify=(), shortc
 
     * a stub (``None``, ``...``, ``raise NotImplementedError``, returning ``...``) -> :class:`NotDone`;
     * a crash (``sys.exit()`` and torch errors included) -> :class:`Mistake` quoting the exception and the line;
+    * a :class:`Mistake` raised by a checker's own object that ``fn`` called (a stand-in block) -> that verdict;
     * a call to something in ``forbid`` (see :func:`watch_shortcuts`) -> :class:`Mistake` naming it;
     * a tensor argument (or a module's parameter) changed in place -> :class:`Mistake`, except the
       arguments whose position or keyword is in ``may_modify``;
@@ -84,6 +85,8 @@ def _crash_message(crash: BaseException, what: str, fn, args) -> str:
     if isinstance(crash, SystemExit):
         return f"{what} 调用了 sys.exit()（或 exit()、quit()），检查没法继续；去掉它，用 return 返回结果"
     frames = traceback.extract_tb(crash.__traceback__)
+    if isinstance(crash, Mistake):  # raised by a checker's own object that the student's code called: a verdict
+        return f"{what}：{crash}{_where(_students_frame(frames))}"
     if isinstance(crash, TypeError) and len(frames) == 1:  # the call itself failed: wrong arguments
         return (f"{what} 的参数和题目给的不一样（{exception_text(crash)}）：检查参数的个数和顺序，"
                 f"检查函数会这样调用它：{len(args)} 个位置参数")
