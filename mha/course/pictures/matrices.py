@@ -1,4 +1,4 @@
-"""One head as matrices: Q_i (L x d_k) . K_i^T -> scores (L x S) -> softmax -> . V_i -> head_i (L x d_k)."""
+"""One head as matrices: Q_i (L x d_k) . K_i^T / sqrt(d_k) -> scores (L x S) -> softmax -> . V_i -> head_i (L x d_k)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -28,8 +28,8 @@ def _matrix(ax, m, x, y_top, name, cmap=CMAP, vmin=None, vmax=None):
     return w
 
 
-def _symbol(ax, x, y, text):
-    ax.text(x, y, text, ha="center", va="center", fontsize=14)
+def _symbol(ax, x, y, text, fontsize=14):
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
 
 
 def plot_head_matrices(q_i, k_i, v_i, head: int = 1):
@@ -57,8 +57,8 @@ def plot_head_matrices(q_i, k_i, v_i, head: int = 1):
     x = 0.1
     x += _matrix(ax, q, x, top1 - 0.3, f"Q{i}") + gap
     _symbol(ax, x - gap / 2, top1 - 0.3 - _size(L) / 2, "·")
-    x += _matrix(ax, k.T, x, top1, f"K{i}ᵀ") + gap
-    _symbol(ax, x - gap / 2, top1 - 0.3 - _size(L) / 2, "=")
+    x += _matrix(ax, k.T, x, top1, f"K{i}ᵀ") + 3 * gap  # room for "÷√dₖ ="
+    _symbol(ax, x - 1.5 * gap, top1 - 0.3 - _size(L) / 2, "÷√dₖ =", fontsize=12)
     x_scores = x
     w_s = _matrix(ax, scores, x, top1 - 0.3, "分数")
     ax.annotate("", xy=(x_scores + w_s / 2, top2 + 0.45), xytext=(x_scores + w_s / 2, top1 - 0.3 - _size(L) - 0.35),
