@@ -42,7 +42,7 @@ def release() -> str:
 
 
 def release_tag(version: str | None = None) -> str:
-    """The git tag of a release (``make release`` and the release workflow create it)."""
+    """The git tag of a release (the maintainer tags it, see CONTRIBUTING.md; the release workflow publishes it)."""
     return f"v{version or release()}"
 
 
