@@ -105,6 +105,20 @@ def test_setup_cell_installs_the_release_in_pyproject(path):
     assert refs == [f"v{version}"], f"{path.name}: the setup cell installs {refs}, pyproject.toml's release is v{version}"
 
 
+def test_the_release_the_notebooks_install_holds_this_package():
+    """Once the release is tagged here, the package must be what the tag holds: a notebook executed now installs that
+    tag in Colab, so changing mha/ (or its dependencies) after a release needs a new version (CONTRIBUTING.md)."""
+    import subprocess
+
+    tag = setup_cell.release_tag()
+    git = lambda *args: subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)  # noqa: E731
+    if git("rev-parse", "-q", "--verify", f"refs/tags/{tag}").returncode != 0:
+        pytest.skip(f"{tag} is not tagged in this checkout (not released yet, or cloned without tags)")
+    changed = git("diff", "--name-only", tag, "--", "mha", "pyproject.toml").stdout.split()
+    assert not changed, (f"the notebooks install {tag}, but the package differs from it in {changed[:5]}: "
+                         "raise the version in pyproject.toml and follow CONTRIBUTING.md's release steps")
+
+
 def test_setup_cell_installs_only_in_colab(monkeypatch):
     import subprocess
     import types
