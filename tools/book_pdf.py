@@ -1,6 +1,6 @@
 """``make pdf``: the whole book as one PDF, printed by Chromium from Sphinx's single-page HTML.
 
-Route (issue 31): ``jupyter-book build . --builder singlehtml`` writes every chapter, in the TOC's
+Route: ``jupyter-book build . --builder singlehtml`` writes every chapter, in the TOC's
 order and with its numbers, into one page whose formulas are already KaTeX HTML (tools/site_math.py),
 whose figures are the site's images and whose outputs are the stored ones. This script serves that
 folder on 127.0.0.1, opens the page in the pinned Debian Chromium (playwright, as the browser tests

@@ -4,7 +4,7 @@
   ``mha-course-<version>-site/`` with a note 离线阅读.txt at its top. The pages need a server (the
   search, the interactive figures and the in-browser model fetch files, which browsers refuse on
   ``file://``): unpack, then in that folder run ``python -m http.server`` and open
-  http://127.0.0.1:8000 (tests/unit/test_travel.py does exactly this).
+  http://127.0.0.1:8000 (tests/site/test_site_release.py does exactly this).
 - ``_build/release/mha-course-<version>-notebooks.zip``: every chapter notebook (``book/*.ipynb``,
   with stored outputs) under ``mha-course-<version>-notebooks/``, with the licences.
 

@@ -1,4 +1,4 @@
-"""What travels with the course (issue 31), without building anything: the citation metadata
+"""What ships with a release, without building anything: the citation metadata
 agrees with the package, the report link fills the form it opens, the release files' names."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The course travels (issue 31), on the built site: every page's report link and licence footer,
+"""What ships with a release, on the built site: every page's report link and licence footer,
 the errata page, no Binder, the offline bundle served from its unpacked zip, and the PDF.
 
 The PDF test prints the book as ``make pdf`` does (tools/book_pdf.py on the single-page build)
@@ -68,7 +68,7 @@ def test_every_page_reports_and_names_the_licences(site, page):
     assert "MIT" in footer.get_text() and "CC BY-SA 4.0" in footer.get_text()
     assert any(h.startswith(REPO + "/releases/latest/download/") and h.endswith(".pdf") for h in hrefs)
     offers = [a.get("href", "") for a in doc.find_all("a") if "binder" in (a.get("href", "") + a.get_text()).lower()]
-    assert not offers, f"Binder was removed (issue 31): no page may offer it: {offers}"
+    assert not offers, f"Binder was removed (unreachable from mainland China): no page may offer it: {offers}"
 
 
 def test_errata_page_shows_every_release_of_the_changelog(site):
