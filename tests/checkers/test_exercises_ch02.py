@@ -135,7 +135,8 @@ def PE_BUG_SOLUTION(**changes):
     return {"crashes": (3, 5), "silently_wrong": (1, 5), "fixed": build_x_solution, **changes}
 
 
-RIGHT_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(), PE_BUG_SOLUTION(crashes=[3, 7], silently_wrong=(1, 2))])
+RIGHT_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(), PE_BUG_SOLUTION(crashes=[3, 7], silently_wrong=(1, 2)),
+                                           PE_BUG_SOLUTION(crashes=torch.tensor([3, 5]))])  # review r10 L6: a tensor of sizes
 
 NOT_DONE_2_2_BUG = answers_for(check_pe_bug, [PE_BUG_SOLUTION(crashes=...), PE_BUG_SOLUTION(fixed=...)])
 

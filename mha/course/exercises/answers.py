@@ -73,13 +73,14 @@ MAX_DIMS = 64  # more items than any tensor has dimensions
 
 
 def as_shape(value, what: str, n: int = 0, most: int = 0, expected: str = "") -> tuple:
-    """A shape: a tuple, list or ``torch.Size`` of integers (see :func:`as_int`); with ``n``, a shape the student
+    """A shape: a tuple, list, ``torch.Size`` or 1-D integer array/tensor of integers (see :func:`as_int`); with ``n``, a shape the student
     names (``expected``, "(B, L)"): ``n`` sizes from 1 to ``most``."""
     value = part(value, what)
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor) and not (value.ndim == 1 and value.numel() <= MAX_DIMS
+                                                and not value.is_floating_point() and not value.is_complex()):
         raise Mistake(f"{what} 要写成一个 tuple，例如 (1, 2, 3)，而不是张量；可以用 tuple(t.shape)")
-    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size <= MAX_DIMS:
-        value = value.tolist()
+    if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 1 and len(value) <= MAX_DIMS:
+        value = value.tolist()  # a few integers written as an array or a tensor: the same shape
     if not isinstance(value, (tuple, list, torch.Size)):
         raise Mistake(f"{what} 要写成一个 tuple，例如 (1, 2, 3)，却收到了 {describe(value)}")
     if len(value) > MAX_DIMS:  # checked before looking at every item: a list of a million numbers is no shape
