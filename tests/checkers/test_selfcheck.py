@@ -199,6 +199,30 @@ def test_the_causal_warm_up_does_not_state_the_rule(capsys):
             assert not passes(ex.check_rows_that_move, {**truth, key: value_of(right(q))}, capsys), key
 
 
+CROSS_RULE = ("加权求和", "全都会变", "只用到 query j", "只有位置")  # 1.2's graded rules, as its right answers word them
+
+
+def test_the_cross_warm_up_does_not_state_the_rule(capsys):
+    """1.2's quiz adds a mask to the cross-attention: it asks none of the exercise's keys; neither graded rule, applied
+    to the quiz's own sizes (a Key/Value token reaches every output, a Query token only its own), gives any of its
+    right answers; no text of it holds the words in which the exercise's right answers give those rules; and each
+    right answer, put into either graded key, fails the checker."""
+    graded, quiz = RECORDS["1.2"], ex.ch01.WARMUP_CROSS
+    said = [ask.right_why for ask in graded.asks.values()]
+    assert all(any(w in why for w in CROSS_RULE) for why in said), said  # the words are the exercise's own
+    assert set(graded.keys).isdisjoint(quiz.keys), quiz.keys
+    questions = sc.questions("1.2")
+    rights = [value_of(right(q)) for q in questions]
+    L, S = quiz.size, ex.ch01.WARMUP_CROSS_AT[1]
+    by_rule = [list(range(L))] + [[k] for k in range(min(L, S))]  # every output; the replaced token's own
+    assert not [r for r in rights if r in by_rule], rights
+    text = html.unescape(json.dumps(questions, ensure_ascii=False))
+    assert not [w for w in CROSS_RULE if w in text], text
+    truth = graded.right()
+    for key, value in ((k, v) for k in graded.keys for v in rights):
+        assert not passes(ex.check_changed_positions_cross, {**truth, key: value}, capsys), (key, value)
+
+
 def test_the_gradient_warm_up_does_not_state_the_rule():
     """3.1's quiz asks the same experiment's neighbours (W_q's bias, W_k, the other sentence): no text of it says the
     rule that answers 3.1 (weight rows and columns, the token of Q'), neither the checker's own words nor their gist."""
@@ -296,7 +320,7 @@ def test_which_position_answers_are_what_the_experiments_give():
     assert _truths("3.1") == [list(range(8)), [], []]  # a whole row: every bias entry; W_k unused; other sentence 0
     assert _truths("4.1") == [[0, 1, 2, 3], [0, 1, 2, 3, 4], []]  # a W_q column: every head; a bias: every token; sentence 1
     assert _truths("5.1") == [list(range(5)), [], list(range(5))]  # no causal mask, key 4 a PAD: value 2, value 4, key 3
-    assert _truths("1.2") == [[0, 1, 2, 3, 4], [0]]  # L = 5: a key/value token reaches every output, a query only its own
+    assert _truths("1.2") == [[], [2, 3, 4]]  # L = 5, masked: a hidden PAD reaches no output; kv 2 under "0 to j": j >= 2
     assert _truths("9.3") == [[4, 5], [4, 5]]  # two PADs share the word vector: both their query rows, nothing else
 
 
