@@ -33,7 +33,6 @@ from .exercises import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch1
 from .exercises.records import RECORDS
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask
-from mha.steps import merge_heads
 
 __all__ = ["EXERCISES", "questions", "container_id", "bundles", "show", "RIGHT", "WRONG"]
 
@@ -278,15 +277,21 @@ def _variance():
 
 @_exercise("6.1")
 def _concat_source():
-    L, h, d_k, t, j = ch06.SOURCE_WARMUP
-    truth = ch06.source_map(merge_heads, L, h, d_k)[(t, j)]
+    L, h, d_k, t, j = ch06.SOURCE_WARMUP  # the exercise asks merge_heads and the merge without transpose
+    truth = ch06.source_map(ch06.merge_interleaved, L, h, d_k)[(t, j)]
+    i, m = truth[0], truth[2]
     show = lambda v: f"heads[b, {v[0]}, {v[1]}, {v[2]}]"  # noqa: E731
     return [_choice(
-        f"{WARMUP}`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k），`concat = mha.merge_heads(heads)`。"
+        f"{WARMUP}`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k）。换一种拼法："
+        f"`concat = heads.permute(0, 2, 3, 1).reshape(2, {L}, {h * d_k})`，permute 把轴排成 (B, L, d_k, h)。"
         f"`concat[b, {t}, {j}]` 是 heads 里的哪一个数？（下标都从 0 数）", truth,
-        f"每个头占连续的 d_k = {d_k} 列：第 {j} 列落在第 {truth[0] * d_k}–{truth[0] * d_k + d_k - 1} 列那一段，"
-        f"也就是代码下标 {truth[0]} 的头里下标 {truth[2]} 的那一维；token 不动。",
-        [(wrong(t, j, L, h, d_k), why + "。") for _, wrong, why in ch06.SOURCE_WRONGS[:3]], label=show)]
+        f"permute 之后一行是 {d_k}×{h} 的小表（d_k 在前，h 在后），reshape 按行读它：最后一根轴 h 变得最快，"
+        f"{h} 个头轮流出现。第 {j} 列 = {m}×{h} + {i}，所以是头 {i} 的第 {m} 维；reshape 只合并最后两根轴，"
+        f"排在它们前面的 token 轴 L 原样留下，所以 token 还是 {t}。",
+        [((m, t, i), f"头和维放反了：一行先按 d_k 分成 {d_k} 组，每组里 {h} 个头轮流；组号是维 m，组内的位置是头 i。"),
+         ((j % d_k, t, j // d_k), f"把 h 和 d_k 弄混了：permute 之后最后一根轴是 h（长 {h}），不是 d_k（长 {d_k}）。"),
+         ((i + 1, t, m + 1), "头 i 和维 m 从 1 数了：代码下标都从 0 数，i = 0 就是第 1 个头。")],
+        label=show)]
 
 
 @_exercise("7.1")

@@ -245,17 +245,54 @@ def test_variances_are_the_theory():
         assert (low, high) == pytest.approx((truth * (1 - ch05.VARIANCE_RTOL), truth * (1 + ch05.VARIANCE_RTOL)))
 
 
-def test_concat_source_choice_agrees_with_the_checker(capsys):
-    """Each option of 6.1's self-check is what one mapping gives; the checker passes exactly the right one's."""
+def value_of_heads(answer: dict) -> tuple:
+    """The (i, t, m) of an option "heads[b, i, t, m]"."""
+    return tuple(int(n) for n in re.findall(r"\d+", label(answer)))
+
+
+def _interleaved_source(t, j, L, h, d_k):
+    """Where concat[b, t, j] of heads.permute(0, 2, 3, 1).reshape(B, L, h * d_k) comes from: a row is (d_k, h)."""
+    return j % h, t, j // h
+
+
+def test_concat_source_choice_is_what_the_interleaved_merge_gives():
+    """6.1's warm-up asks the permute(0, 2, 3, 1) merge: the right option is the number found at concat[b, t, j]
+    when every number of heads says where it sits, and no wrong option is."""
     L, h, d_k, t, j = ch06.SOURCE_WARMUP
-    assert (L, h, d_k) not in ch06.SOURCE_CASES  # a warm-up: the quiz does not work the checker's own case
-    assert sc.questions("6.1")[0]["question"].startswith(sc.WARMUP)
-    buggy = lambda t, j, L, h, d: ((t * h * d + j) // (L * d), (t * h * d + j) // d % L, (t * h * d + j) % d)  # noqa: E731
-    maps = [lambda t, j, L, h, d: (j // d, t, j % d)] + [wrong for _, wrong, _ in ch06.SOURCE_WRONGS]
-    for a in sc.questions("6.1")[0]["answers"]:
-        value = tuple(int(n) for n in re.findall(r"\d+", label(a)))
-        (fn,) = [m for m in maps if m(t, j, L, h, d_k) == value]
-        assert passes(ex.check_concat_source, {"right": fn, "buggy": buggy}, capsys) == a["correct"], label(a)
+    numbered = torch.arange(2 * h * L * d_k).view(2, h, L, d_k)
+    found = numbered.permute(0, 2, 3, 1).reshape(2, L, h * d_k)[1, t, j]  # sentence b = 1
+    (q,) = sc.questions("6.1")
+    assert q["question"].startswith(sc.WARMUP) and "permute(0, 2, 3, 1)" in html.unescape(q["question"])
+    for a in q["answers"]:
+        assert re.fullmatch(r"heads\[b, \d+, \d+, \d+\]", label(a)), label(a)
+        i, t2, m = value_of_heads(a)
+        assert (numbered[1, i, t2, m] == found) == a["correct"], label(a)
+    assert value_of_heads(right(q)) == _interleaved_source(t, j, L, h, d_k)
+
+
+CONCAT_RULE = ("连续", "j // d_k", "j % d_k", "i·d_k", "token 不动")  # 6.1's graded rule, as the checker words it
+
+
+def test_the_concat_warm_up_does_not_state_the_rule(capsys):
+    """6.1's quiz asks another merge: its right option is neither merge's answer of the exercise at the quiz's
+    (t, j); its rule, given as either of the exercise's functions, fails the checker (and the checker then passes
+    the right pair); no text of the quiz holds the words in which the checker states the right merge's rule."""
+    L, h, d_k, t, j = ch06.SOURCE_WARMUP
+    (q,) = sc.questions("6.1")
+    got = value_of_heads(right(q))
+    for merge in (mha.merge_heads, ch06.merge_heads_buggy):
+        assert got != ch06.source_map(merge, L, h, d_k)[(t, j)], merge
+    right_fn = lambda t, j, L, h, d: (j // d, t, j % d)  # noqa: E731
+    buggy_fn = lambda t, j, L, h, d: ((t * h * d + j) // (L * d), (t * h * d + j) // d % L, (t * h * d + j) % d)  # noqa: E731
+    assert passes(ex.check_concat_source, {"right": right_fn, "buggy": buggy_fn}, capsys)
+    assert not passes(ex.check_concat_source, {"right": _interleaved_source, "buggy": buggy_fn}, capsys)
+    assert not passes(ex.check_concat_source, {"right": right_fn, "buggy": _interleaved_source}, capsys)
+    checker_words = json.dumps([why for _, _, why in ch06.SOURCE_WRONGS], ensure_ascii=False)
+    ex.check_concat_source({"right": lambda *a: (0, 0, 0), "buggy": buggy_fn}, record=False)
+    checker_words += capsys.readouterr().out  # the checker's hint for a wrong "right"
+    assert all(w in checker_words for w in CONCAT_RULE), [w for w in CONCAT_RULE if w not in checker_words]
+    text = html.unescape(json.dumps(q, ensure_ascii=False))
+    assert not [w for w in CONCAT_RULE if w in text], text
 
 
 def test_padding_mask_choice_agrees_with_the_checker(capsys):
