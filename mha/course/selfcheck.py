@@ -296,16 +296,20 @@ def _concat_source():
 
 @_exercise("7.1")
 def _head_matrix_rank():
-    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]  # the exercise asks the lecture's layer
-    d_k = d // h
-    truth = int(torch.linalg.matrix_rank(ch07.head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
+    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]  # the exercise asks one head of the lecture's layer
+    layer = MultiHeadAttention(d, h).double().eval()
+    total = sum(ch07.head_matrix(layer, i) for i in range(h))  # (d, d): M_0 + ... + M_{h-1}
+    truth = int(torch.linalg.matrix_rank(total))
+    heads = " + ".join(f"M_{i}" for i in range(h))
     return [_number(
-        f"{WARMUP}一个 d_model = {d}、{h} 个头的层。头 i 的 M_i = W^V_i W^O_i 是 {d}×{d} 的矩阵。它的秩最大是多少？", truth,
-        f"W^V_i 是 {d}×{d_k}，W^O_i 是 {d_k}×{d}：数据中途只经过 {d_k} 维，乘积的秩不超过 {d_k}。",
-        [(d, f"{d}×{d} 的矩阵不一定满秩：它是两个矩阵的乘积，中间只有 d_k = {d_k} 维。"),
-         (h, f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制。"),
-         (d_k * d_k, "秩是线性无关的行数，不超过 d_k，不是 d_k²。")],
-        f"提示：({d} × {d_k}) 乘 ({d_k} × {d})，中间最窄的地方有多宽？")]
+        f"{WARMUP}一个 d_model = {d}、{h} 个头的层（随机初始化）。把 {h} 个头的矩阵加起来：{heads}，"
+        f"它正是整层的 W^V W^O（不算偏置），一个 {d}×{d} 的矩阵。在随机初始化的层里，它的秩是多少？", truth,
+        f"W^V 和 W^O 都是 {d}×{d} 的方阵，随机初始化的方阵几乎总是可逆的，两个可逆矩阵的乘积也可逆：秩是 {d}，满秩"
+        f"（生成本页时用 torch.linalg.matrix_rank 量了一个随机层：{truth}）。",
+        [(h, f"{h} 是头数，不是秩：秩是线性无关的行数。"),
+         (d * d, f"{d * d} 是矩阵的元素个数；秩不会超过行数 {d}。"),
+         (h * d, f"秩不会超过行数 {d}：{h} 个矩阵加起来还是 {d}×{d}，秩不会按头数相加到 {h * d}。")],
+        f"提示：{heads} = W^V W^O，两个 {d}×{d} 的矩阵相乘；随机的方阵可逆吗？")]
 
 
 @_exercise("8.1")

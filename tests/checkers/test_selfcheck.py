@@ -456,17 +456,44 @@ def test_counts_match_the_formula():
     count, change = sc.questions("3.2")
     assert right(count)["value"] == 4 * (d * d + d)
     assert label(right(change)) == "不变"
-    assert _truths("7.1") == [12 // 3]  # the warm-up's layer: the rank of W^V_i W^O_i is at most d_k = 4
+    assert _truths("7.1") == [12]  # the warm-up's layer: the heads' sum W^V W^O of two random 12 x 12 matrices
 
 
-def test_rank_choices_agree_with_the_checker_of_their_layer(capsys, monkeypatch):
-    """7.1's warm-up asks the exercise's max_rank for another layer: asked of that layer, the checker passes exactly
-    the quiz's right value."""
-    monkeypatch.setattr(ch07, "RANK_QUESTION", ch07.RANK_WARMUP)
+def test_rank_choice_is_what_random_layers_give():
+    """7.1's warm-up: the sum of a layer's head matrices is W_v.weight.T @ W_o.weight.T, and its rank in random layers
+    (other seeds than the page's) is the quiz's right value, which no wrong value is."""
     (q,) = sc.questions("7.1")
-    for a in q["answers"]:
-        if a["type"] == "value":
-            assert passes(ex.check_head_matrix, {"matrix": ch07.head_matrix, "max_rank": a["value"]}, capsys) == a["correct"]
+    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]
+    values = {a["value"]: a["correct"] for a in q["answers"] if a["type"] == "value"}
+    for seed in (1, 2, 3):
+        torch.manual_seed(seed)
+        layer = mha.MultiHeadAttention(d, h).double().eval()
+        total = sum(ch07.head_matrix(layer, i) for i in range(h))
+        with torch.no_grad():
+            assert torch.allclose(total, layer.W_v.weight.T @ layer.W_o.weight.T)
+        rank = int(torch.linalg.matrix_rank(total))
+        assert {v for v, ok in values.items() if ok} == {rank}, (seed, rank, values)
+
+
+RANK_RULE = ("d_k", "中间", "最窄")  # 7.1's graded rule (the rank is at most the width d_k), as the checker words it
+
+
+def test_the_rank_warm_up_does_not_state_the_rule(capsys):
+    """7.1's quiz asks the sum of the heads: its right value is not what the graded rule (one head's width d_k) gives
+    for the quiz's layer, and put into the exercise it fails; no text of the quiz holds the words in which the
+    checker states that rule."""
+    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]
+    (q,) = sc.questions("7.1")
+    rank = right(q)["value"]
+    assert rank != d // h
+    assert not passes(ex.check_head_matrix, {"matrix": ch07.head_matrix, "max_rank": rank}, capsys)
+    said = ""
+    for wrong in (ch07.RANK_QUESTION["d_model"], 1):  # a named mistake and the checker's hint
+        ex.check_head_matrix({"matrix": ch07.head_matrix, "max_rank": wrong}, record=False)
+        said += capsys.readouterr().out
+    assert all(w in said for w in RANK_RULE), [w for w in RANK_RULE if w not in said]
+    text = html.unescape(json.dumps(q, ensure_ascii=False))
+    assert not [w for w in RANK_RULE if w in text], text
 
 
 def test_the_claims_in_the_feedback_are_computed():
