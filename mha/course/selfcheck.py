@@ -33,7 +33,6 @@ from .exercises import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch1
 from .exercises.records import RECORDS
 from mha.layer import MultiHeadAttention
 from mha.masks import causal_mask, padding_mask
-from mha.steps import merge_heads
 
 __all__ = ["EXERCISES", "questions", "container_id", "bundles", "show", "RIGHT", "WRONG"]
 
@@ -278,29 +277,39 @@ def _variance():
 
 @_exercise("6.1")
 def _concat_source():
-    L, h, d_k, t, j = ch06.SOURCE_WARMUP
-    truth = ch06.source_map(merge_heads, L, h, d_k)[(t, j)]
+    L, h, d_k, t, j = ch06.SOURCE_WARMUP  # the exercise asks merge_heads and the merge without transpose
+    truth = ch06.source_map(ch06.merge_interleaved, L, h, d_k)[(t, j)]
+    i, m = truth[0], truth[2]
     show = lambda v: f"heads[b, {v[0]}, {v[1]}, {v[2]}]"  # noqa: E731
     return [_choice(
-        f"{WARMUP}`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k），`concat = mha.merge_heads(heads)`。"
+        f"{WARMUP}`heads` 的形状是 {_shape((2, h, L, d_k))}（B, h, L, d_k）。换一种拼法："
+        f"`concat = heads.permute(0, 2, 3, 1).reshape(2, {L}, {h * d_k})`，permute 把轴排成 (B, L, d_k, h)。"
         f"`concat[b, {t}, {j}]` 是 heads 里的哪一个数？（下标都从 0 数）", truth,
-        f"每个头占连续的 d_k = {d_k} 列：第 {j} 列落在第 {truth[0] * d_k}–{truth[0] * d_k + d_k - 1} 列那一段，"
-        f"也就是代码下标 {truth[0]} 的头里下标 {truth[2]} 的那一维；token 不动。",
-        [(wrong(t, j, L, h, d_k), why + "。") for _, wrong, why in ch06.SOURCE_WRONGS[:3]], label=show)]
+        f"permute 之后一行是 {d_k}×{h} 的小表（d_k 在前，h 在后），reshape 按行读它：最后一根轴 h 变得最快，"
+        f"{h} 个头轮流出现。第 {j} 列 = {m}×{h} + {i}，所以是头 {i} 的第 {m} 维；reshape 只合并最后两根轴，"
+        f"排在它们前面的 token 轴 L 原样留下，所以 token 还是 {t}。",
+        [((m, t, i), f"头和维放反了：一行先按 d_k 分成 {d_k} 组，每组里 {h} 个头轮流；组号是维 m，组内的位置是头 i。"),
+         ((j % d_k, t, j // d_k), f"把 h 和 d_k 弄混了：permute 之后最后一根轴是 h（长 {h}），不是 d_k（长 {d_k}）。"),
+         ((i + 1, t, m + 1), "头 i 和维 m 从 1 数了：代码下标都从 0 数，i = 0 就是第 1 个头。")],
+        label=show)]
 
 
 @_exercise("7.1")
 def _head_matrix_rank():
-    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]  # the exercise asks the lecture's layer
-    d_k = d // h
-    truth = int(torch.linalg.matrix_rank(ch07.head_matrix(MultiHeadAttention(d, h).double().eval(), 0)))
+    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]  # the exercise asks one head of the lecture's layer
+    layer = MultiHeadAttention(d, h).double().eval()
+    total = sum(ch07.head_matrix(layer, i) for i in range(h))  # (d, d): M_0 + ... + M_{h-1}
+    truth = int(torch.linalg.matrix_rank(total))
+    heads = " + ".join(f"M_{i}" for i in range(h))
     return [_number(
-        f"{WARMUP}一个 d_model = {d}、{h} 个头的层。头 i 的 M_i = W^V_i W^O_i 是 {d}×{d} 的矩阵。它的秩最大是多少？", truth,
-        f"W^V_i 是 {d}×{d_k}，W^O_i 是 {d_k}×{d}：数据中途只经过 {d_k} 维，乘积的秩不超过 {d_k}。",
-        [(d, f"{d}×{d} 的矩阵不一定满秩：它是两个矩阵的乘积，中间只有 d_k = {d_k} 维。"),
-         (h, f"{h} 是头数；一个头的矩阵的秩受它自己的宽度 d_k 限制。"),
-         (d_k * d_k, "秩是线性无关的行数，不超过 d_k，不是 d_k²。")],
-        f"提示：({d} × {d_k}) 乘 ({d_k} × {d})，中间最窄的地方有多宽？")]
+        f"{WARMUP}一个 d_model = {d}、{h} 个头的层（随机初始化）。把 {h} 个头的矩阵加起来：{heads}，"
+        f"它正是整层的 W^V W^O（不算偏置），一个 {d}×{d} 的矩阵。在随机初始化的层里，它的秩是多少？", truth,
+        f"W^V 和 W^O 都是 {d}×{d} 的方阵，随机初始化的方阵几乎总是可逆的，两个可逆矩阵的乘积也可逆：秩是 {d}，满秩"
+        f"（生成本页时用 torch.linalg.matrix_rank 量了一个随机层：{truth}）。",
+        [(h, f"{h} 是头数，不是秩：秩是线性无关的行数。"),
+         (d * d, f"{d * d} 是矩阵的元素个数；秩不会超过行数 {d}。"),
+         (h * d, f"秩不会超过行数 {d}：{h} 个矩阵加起来还是 {d}×{d}，秩不会按头数相加到 {h * d}。")],
+        f"提示：{heads} = W^V W^O，两个 {d}×{d} 的矩阵相乘；随机的方阵可逆吗？")]
 
 
 @_exercise("8.1")

@@ -199,6 +199,30 @@ def test_the_causal_warm_up_does_not_state_the_rule(capsys):
             assert not passes(ex.check_rows_that_move, {**truth, key: value_of(right(q))}, capsys), key
 
 
+CROSS_RULE = ("加权求和", "全都会变", "只用到 query j", "只有位置")  # 1.2's graded rules, as its right answers word them
+
+
+def test_the_cross_warm_up_does_not_state_the_rule(capsys):
+    """1.2's quiz adds a mask to the cross-attention: it asks none of the exercise's keys; neither graded rule, applied
+    to the quiz's own sizes (a Key/Value token reaches every output, a Query token only its own), gives any of its
+    right answers; no text of it holds the words in which the exercise's right answers give those rules; and each
+    right answer, put into either graded key, fails the checker."""
+    graded, quiz = RECORDS["1.2"], ex.ch01.WARMUP_CROSS
+    said = [ask.right_why for ask in graded.asks.values()]
+    assert all(any(w in why for w in CROSS_RULE) for why in said), said  # the words are the exercise's own
+    assert set(graded.keys).isdisjoint(quiz.keys), quiz.keys
+    questions = sc.questions("1.2")
+    rights = [value_of(right(q)) for q in questions]
+    L, S = quiz.size, ex.ch01.WARMUP_CROSS_AT[1]
+    by_rule = [list(range(L))] + [[k] for k in range(min(L, S))]  # every output; the replaced token's own
+    assert not [r for r in rights if r in by_rule], rights
+    text = html.unescape(json.dumps(questions, ensure_ascii=False))
+    assert not [w for w in CROSS_RULE if w in text], text
+    truth = graded.right()
+    for key, value in ((k, v) for k in graded.keys for v in rights):
+        assert not passes(ex.check_changed_positions_cross, {**truth, key: value}, capsys), (key, value)
+
+
 def test_the_gradient_warm_up_does_not_state_the_rule():
     """3.1's quiz asks the same experiment's neighbours (W_q's bias, W_k, the other sentence): no text of it says the
     rule that answers 3.1 (weight rows and columns, the token of Q'), neither the checker's own words nor their gist."""
@@ -221,17 +245,54 @@ def test_variances_are_the_theory():
         assert (low, high) == pytest.approx((truth * (1 - ch05.VARIANCE_RTOL), truth * (1 + ch05.VARIANCE_RTOL)))
 
 
-def test_concat_source_choice_agrees_with_the_checker(capsys):
-    """Each option of 6.1's self-check is what one mapping gives; the checker passes exactly the right one's."""
+def value_of_heads(answer: dict) -> tuple:
+    """The (i, t, m) of an option "heads[b, i, t, m]"."""
+    return tuple(int(n) for n in re.findall(r"\d+", label(answer)))
+
+
+def _interleaved_source(t, j, L, h, d_k):
+    """Where concat[b, t, j] of heads.permute(0, 2, 3, 1).reshape(B, L, h * d_k) comes from: a row is (d_k, h)."""
+    return j % h, t, j // h
+
+
+def test_concat_source_choice_is_what_the_interleaved_merge_gives():
+    """6.1's warm-up asks the permute(0, 2, 3, 1) merge: the right option is the number found at concat[b, t, j]
+    when every number of heads says where it sits, and no wrong option is."""
     L, h, d_k, t, j = ch06.SOURCE_WARMUP
-    assert (L, h, d_k) not in ch06.SOURCE_CASES  # a warm-up: the quiz does not work the checker's own case
-    assert sc.questions("6.1")[0]["question"].startswith(sc.WARMUP)
-    buggy = lambda t, j, L, h, d: ((t * h * d + j) // (L * d), (t * h * d + j) // d % L, (t * h * d + j) % d)  # noqa: E731
-    maps = [lambda t, j, L, h, d: (j // d, t, j % d)] + [wrong for _, wrong, _ in ch06.SOURCE_WRONGS]
-    for a in sc.questions("6.1")[0]["answers"]:
-        value = tuple(int(n) for n in re.findall(r"\d+", label(a)))
-        (fn,) = [m for m in maps if m(t, j, L, h, d_k) == value]
-        assert passes(ex.check_concat_source, {"right": fn, "buggy": buggy}, capsys) == a["correct"], label(a)
+    numbered = torch.arange(2 * h * L * d_k).view(2, h, L, d_k)
+    found = numbered.permute(0, 2, 3, 1).reshape(2, L, h * d_k)[1, t, j]  # sentence b = 1
+    (q,) = sc.questions("6.1")
+    assert q["question"].startswith(sc.WARMUP) and "permute(0, 2, 3, 1)" in html.unescape(q["question"])
+    for a in q["answers"]:
+        assert re.fullmatch(r"heads\[b, \d+, \d+, \d+\]", label(a)), label(a)
+        i, t2, m = value_of_heads(a)
+        assert (numbered[1, i, t2, m] == found) == a["correct"], label(a)
+    assert value_of_heads(right(q)) == _interleaved_source(t, j, L, h, d_k)
+
+
+CONCAT_RULE = ("连续", "j // d_k", "j % d_k", "i·d_k", "token 不动")  # 6.1's graded rule, as the checker words it
+
+
+def test_the_concat_warm_up_does_not_state_the_rule(capsys):
+    """6.1's quiz asks another merge: its right option is neither merge's answer of the exercise at the quiz's
+    (t, j); its rule, given as either of the exercise's functions, fails the checker (and the checker then passes
+    the right pair); no text of the quiz holds the words in which the checker states the right merge's rule."""
+    L, h, d_k, t, j = ch06.SOURCE_WARMUP
+    (q,) = sc.questions("6.1")
+    got = value_of_heads(right(q))
+    for merge in (mha.merge_heads, ch06.merge_heads_buggy):
+        assert got != ch06.source_map(merge, L, h, d_k)[(t, j)], merge
+    right_fn = lambda t, j, L, h, d: (j // d, t, j % d)  # noqa: E731
+    buggy_fn = lambda t, j, L, h, d: ((t * h * d + j) // (L * d), (t * h * d + j) // d % L, (t * h * d + j) % d)  # noqa: E731
+    assert passes(ex.check_concat_source, {"right": right_fn, "buggy": buggy_fn}, capsys)
+    assert not passes(ex.check_concat_source, {"right": _interleaved_source, "buggy": buggy_fn}, capsys)
+    assert not passes(ex.check_concat_source, {"right": right_fn, "buggy": _interleaved_source}, capsys)
+    checker_words = json.dumps([why for _, _, why in ch06.SOURCE_WRONGS], ensure_ascii=False)
+    ex.check_concat_source({"right": lambda *a: (0, 0, 0), "buggy": buggy_fn}, record=False)
+    checker_words += capsys.readouterr().out  # the checker's hint for a wrong "right"
+    assert all(w in checker_words for w in CONCAT_RULE), [w for w in CONCAT_RULE if w not in checker_words]
+    text = html.unescape(json.dumps(q, ensure_ascii=False))
+    assert not [w for w in CONCAT_RULE if w in text], text
 
 
 def test_padding_mask_choice_agrees_with_the_checker(capsys):
@@ -296,7 +357,7 @@ def test_which_position_answers_are_what_the_experiments_give():
     assert _truths("3.1") == [list(range(8)), [], []]  # a whole row: every bias entry; W_k unused; other sentence 0
     assert _truths("4.1") == [[0, 1, 2, 3], [0, 1, 2, 3, 4], []]  # a W_q column: every head; a bias: every token; sentence 1
     assert _truths("5.1") == [list(range(5)), [], list(range(5))]  # no causal mask, key 4 a PAD: value 2, value 4, key 3
-    assert _truths("1.2") == [[0, 1, 2, 3, 4], [0]]  # L = 5: a key/value token reaches every output, a query only its own
+    assert _truths("1.2") == [[], [2, 3, 4]]  # L = 5, masked: a hidden PAD reaches no output; kv 2 under "0 to j": j >= 2
     assert _truths("9.3") == [[4, 5], [4, 5]]  # two PADs share the word vector: both their query rows, nothing else
 
 
@@ -395,17 +456,44 @@ def test_counts_match_the_formula():
     count, change = sc.questions("3.2")
     assert right(count)["value"] == 4 * (d * d + d)
     assert label(right(change)) == "不变"
-    assert _truths("7.1") == [12 // 3]  # the warm-up's layer: the rank of W^V_i W^O_i is at most d_k = 4
+    assert _truths("7.1") == [12]  # the warm-up's layer: the heads' sum W^V W^O of two random 12 x 12 matrices
 
 
-def test_rank_choices_agree_with_the_checker_of_their_layer(capsys, monkeypatch):
-    """7.1's warm-up asks the exercise's max_rank for another layer: asked of that layer, the checker passes exactly
-    the quiz's right value."""
-    monkeypatch.setattr(ch07, "RANK_QUESTION", ch07.RANK_WARMUP)
+def test_rank_choice_is_what_random_layers_give():
+    """7.1's warm-up: the sum of a layer's head matrices is W_v.weight.T @ W_o.weight.T, and its rank in random layers
+    (other seeds than the page's) is the quiz's right value, which no wrong value is."""
     (q,) = sc.questions("7.1")
-    for a in q["answers"]:
-        if a["type"] == "value":
-            assert passes(ex.check_head_matrix, {"matrix": ch07.head_matrix, "max_rank": a["value"]}, capsys) == a["correct"]
+    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]
+    values = {a["value"]: a["correct"] for a in q["answers"] if a["type"] == "value"}
+    for seed in (1, 2, 3):
+        torch.manual_seed(seed)
+        layer = mha.MultiHeadAttention(d, h).double().eval()
+        total = sum(ch07.head_matrix(layer, i) for i in range(h))
+        with torch.no_grad():
+            assert torch.allclose(total, layer.W_v.weight.T @ layer.W_o.weight.T)
+        rank = int(torch.linalg.matrix_rank(total))
+        assert {v for v, ok in values.items() if ok} == {rank}, (seed, rank, values)
+
+
+RANK_RULE = ("d_k", "中间", "最窄")  # 7.1's graded rule (the rank is at most the width d_k), as the checker words it
+
+
+def test_the_rank_warm_up_does_not_state_the_rule(capsys):
+    """7.1's quiz asks the sum of the heads: its right value is not what the graded rule (one head's width d_k) gives
+    for the quiz's layer, and put into the exercise it fails; no text of the quiz holds the words in which the
+    checker states that rule."""
+    d, h = ch07.RANK_WARMUP["d_model"], ch07.RANK_WARMUP["n_heads"]
+    (q,) = sc.questions("7.1")
+    rank = right(q)["value"]
+    assert rank != d // h
+    assert not passes(ex.check_head_matrix, {"matrix": ch07.head_matrix, "max_rank": rank}, capsys)
+    said = ""
+    for wrong in (ch07.RANK_QUESTION["d_model"], 1):  # a named mistake and the checker's hint
+        ex.check_head_matrix({"matrix": ch07.head_matrix, "max_rank": wrong}, record=False)
+        said += capsys.readouterr().out
+    assert all(w in said for w in RANK_RULE), [w for w in RANK_RULE if w not in said]
+    text = html.unescape(json.dumps(q, ensure_ascii=False))
+    assert not [w for w in RANK_RULE if w in text], text
 
 
 def test_the_claims_in_the_feedback_are_computed():

@@ -132,21 +132,23 @@ def check_permuted_rows(answer):
 
 
 # ---------------------------------------------------------------- 1.2 (cross-attention: change a Key/Value token or a Query token)
-CROSS, WARMUP_CROSS_AT = (4, 6, 2, 1), (5, 3, 1, 0)  # (L, S, kv token replaced, q token replaced); the self-check's second
+CROSS = (4, 6, 2, 1)  # (L, S, kv token replaced, q token replaced)
+WARMUP_CROSS_AT = (5, 4, 2)  # the self-check's masked case: (L, S, kv token replaced under the (L, S) "0 to j" mask)
 
 
-def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4) -> list[int]:
-    """Output positions of ``layer(q, kv, kv)`` that move when token ``k`` of ``which`` ("kv" or "q") is replaced."""
+def cross_changed_positions(which: str, L: int, S: int, k: int, d_model: int = 4, mask=None) -> list[int]:
+    """Output positions of ``layer(q, kv, kv, mask)`` that move when token ``k`` of ``which`` ("kv" or "q") is
+    replaced (``mask``: True = may attend, (L, S); None: no mask)."""
     layer = _layer(d_model)
     q, kv = torch.randn(1, L, d_model), torch.randn(1, S, d_model)
     q2, kv2 = q.clone(), kv.clone()
     (kv2 if which == "kv" else q2)[0, k] = torch.randn(d_model)
     with torch.no_grad():
-        return positions((layer(q2, kv2, kv2) - layer(q, kv, kv)).abs().amax(dim=-1)[0] > 1e-6)  # (L,)
+        return positions((layer(q2, kv2, kv2, mask) - layer(q, kv, kv, mask)).abs().amax(dim=-1)[0] > 1e-6)  # (L,)
 
 
 def _cross(L: int, S: int, kv: int, q: int) -> Which:
-    """Exercise 1.2 for these sizes and tokens (the self-check asks the same for others)."""
+    """Exercise 1.2: cross-attention without a mask, one Key/Value token and one Query token replaced."""
     return Which(  # {"change_kv": [...], "change_q": [...]}, positions from 0
         "1.2", "ch01", "交叉注意力：改一个 Key/Value 或一个 Query，哪些位置会变",
         lambda: {"change_kv": cross_changed_positions("kv", L, S, kv), "change_q": cross_changed_positions("q", L, S, q)},
@@ -168,8 +170,44 @@ def _cross(L: int, S: int, kv: int, q: int) -> Which:
                 ([], f"位置 {q} 的 query 变了，它对 key 的打分和加权结果都会变，所以它的输出会变")))})
 
 
+def _masked_cross(L: int, S: int, kv: int) -> Which:
+    """The self-check's neighbour of 1.2: the same cross-attention with a mask, so that a replaced Key/Value token
+    reaches no query (a PAD hidden from all of them) or only some (query j may see kv tokens 0 to j). Its words
+    explain what the mask hides, never which outputs a Key/Value or a Query token reaches without one."""
+    pad = S - 1
+    hide_pad = torch.ones(L, S, dtype=torch.bool)
+    hide_pad[:, pad] = False  # (L, S): no query may see the PAD
+    upto = torch.ones(L, S, dtype=torch.bool).tril()  # (L, S): query j may see kv tokens 0..j
+    unseen = "、".join(str(j) for j in range(kv))  # the queries that cannot see kv token ``kv``
+    return Which(  # {"pad_kv": [...], "upto_kv": [...]}, positions from 0
+        "1.2", "ch01", "交叉注意力加了掩码：改一个 Key/Value，哪些位置会变",
+        lambda: {"pad_kv": cross_changed_positions("kv", L, S, pad, mask=hide_pad),
+                 "upto_kv": cross_changed_positions("kv", L, S, kv, mask=upto)},
+        size=L, setting=f"交叉注意力 `layer(q, kv, kv, mask)`：q 有 L = {L} 个 token，kv 有 S = {S} 个 token，"
+                        "mask 为 True 的地方可以看。",
+        range_why=f"：输出的位置跟着 Query 走，只有 L = {L} 个；Key/Value 的 S = {S} 个位置不是输出的位置",
+        asks={"pad_kv": Ask(
+            f"kv 的最后一个 token（位置 {pad}，位置从 0 数）是 PAD，mask 让每个 query 都看不到它。"
+            "把这个 PAD 换成别的向量，输出的哪些位置会变？",
+            "mask 把被挡住的 key 的分数换成极小的负数，softmax 之后每个 query 给它的权重都是 0：它的 value 乘的是 0，"
+            "它的 key 也影响不了别的 key 的权重。换成什么向量，输出都纹丝不动。",
+            f"哪些 query 看得到位置 {pad} 的 key/value？", (
+                (list(range(L)), "这个 token 被掩码挡住了：每个 query 给它的权重都是 0，换掉它谁也感觉不到"),
+                ([pad], f"把 Key/Value 的位置 {pad} 当成了输出的位置；而且这个 token 被挡住了，哪个输出都不会变"))),
+              "upto_kv": Ask(
+            f"换一个 mask：query j 只能看 kv 的位置 0 到 j（query {S - 1} 及以后看得到全部 {S} 个）。"
+            f"把 kv 里位置 {kv} 的 token 换掉，输出的哪些位置会变？",
+            f"位置 {kv} 的 key/value 只有 j ≥ {kv} 的 query 看得到：它们的输出会变；"
+            f"query {unseen} 看不到它，输出不变。",
+            f"mask 的哪几行在第 {kv} 列是 True？", (
+                (list(range(L)), f"query {unseen} 只看得到 kv 的位置 0 到 j，位置 {kv} 不在里面：它们的输出不变"),
+                ([kv], f"不只 query {kv}：query j 看的是 0 到 j，j 比 {kv} 大的 query 也看得到位置 {kv}"),
+                (list(range(kv + 1)), f"方向反了：query j 看的是 kv 的 0 到 j，看得到位置 {kv} 的是 j ≥ {kv} 的 query"),
+                (list(range(kv + 1, L)), f"0 到 j 包括 j 本身：query {kv} 也看得到位置 {kv}")))})
+
+
 check_changed_positions_cross = predict_which(_cross(*CROSS))
-WARMUP_CROSS = _cross(*WARMUP_CROSS_AT)  # the self-check's sibling case
+WARMUP_CROSS = _masked_cross(*WARMUP_CROSS_AT)  # the self-check's neighbour: a mask decides which queries see the token
 
 
 # ---------------------------------------------------------------- 1.3

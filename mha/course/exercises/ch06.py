@@ -21,7 +21,14 @@ __all__ = ["check_concat_source", "check_merge_bug_repair", "check_swap_heads"]
 
 # ---------------------------------------------------------------- 6.1 (where does one number of the Concat come from)
 SOURCE_CASES = [(5, 4, 16), (3, 2, 5), (4, 3, 2)]  # (L, h, d_k): h != d_k, L != h
-SOURCE_WARMUP = (6, 3, 4, 1, 9)  # (L, h, d_k, t, j) of the self-check: sizes the checker does not use
+SOURCE_WARMUP = (6, 3, 4, 4, 6)  # (L, h, d_k, t, j) of the self-check, which asks about merge_interleaved
+
+
+def merge_interleaved(x: torch.Tensor) -> torch.Tensor:
+    """The self-check's merge (not the lecture's): (B, h, L, d_k) permuted to (B, L, d_k, h), then the last two
+    axes joined, so that the heads take turns along a row. Its source map is neither answer of exercise 6.1."""
+    B, h, L, d_k = x.shape
+    return x.permute(0, 2, 3, 1).reshape(B, L, d_k * h)  # (B, L, d_k, h) -> (B, L, d_model)
 
 
 def source_map(merge, L: int, h: int, d_k: int) -> dict:
