@@ -258,6 +258,8 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
     (both(decoder_ok, lambda ours, h: ~torch.ones(ours.shape[-1], ours.shape[-1], dtype=torch.bool).tril()),
      ["(L, L)", "装不下每句不同位置的 PAD"]),
     (both(decoder_ok, lambda ours, h: theirs_expand(ours, h).float()), ["dtype", "torch.bool"]),
+    (both(decoder_ok, lambda ours, h: torch.zeros(theirs_expand(ours, h).shape).masked_fill(theirs_expand(ours, h), -torch.inf)),
+     ["加法掩码", "torch.bool"]),  # review r10 L5: a float 0/-inf attn_mask, not a NaN in the student's arithmetic
     (both(decoder_ok, lambda ours, h: mha.masks.to_torch_attn_mask(theirs_expand(~ours, h))), [SHORTCUT, "to_torch_attn_mask"]),
     (lambda ids, p, h: decoder_ok(ids, p), ["只返回了一个掩码", "(ours, theirs)"]),
     (lambda ids, p, h: (decoder_ok(ids, p),), ["两个掩码"]),

@@ -78,6 +78,9 @@ def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = 
     shape (a shape in ``shapes`` is named, see ``expect_shape``), positions and dtype bool. A wrong mask equal to one
     of ``named`` ``[(mask, why)]`` is named; an inverted one is called inverted; otherwise the first wrong position
     is shown."""
+    if isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isinf(out).any():
+        raise Mistake(f"{where} 是浮点的加法掩码（0 和 -inf）：PyTorch 也收这种写法，但这道题要 dtype 为 torch.bool 的掩码；"
+                      "用比较运算（!=、<=）和 & 直接得到 bool")
     out = expect_tensor(out, where)
     expect_shape(out, want.shape, where, hint=hint, named=shapes)
     got = out if out.dtype == torch.bool else out.ne(0)
