@@ -125,6 +125,9 @@ WRONG = [
     (check_concat_source, {"right": src_right, "buggy": lambda t, j, L, h, d: tuple(n + 1 for n in src_buggy(t, j, L, h, d))},
      ["从 0 数", "从 1 数的"]),
     (check_concat_source, {"right": src_right, "buggy": src_right}, ["正确 Concat 的来源", "没有 transpose"]),
+    # review r10 M1: the right merge's mistakes are not named for the buggy half (their whys describe the right merge)
+    (check_concat_source, {"right": src_right, "buggy": lambda t, j, L, h, d: (j % h, t, j // h)},
+     ['answer["buggy"]', "不对", "buggy 没有搬动任何数"]),
     (check_concat_source, {"right": src_buggy, "buggy": src_buggy}, "不对"),
     (check_concat_source, {"right": lambda t, j, L, h, d: (j // d, t), "buggy": src_buggy}, "三个下标"),
     (check_concat_source, {"right": lambda t, j, L, h, d: None, "buggy": src_buggy}, "return"),
