@@ -189,7 +189,7 @@ def _masked_cross(L: int, S: int, kv: int) -> Which:
         asks={"pad_kv": Ask(
             f"kv 的最后一个 token（位置 {pad}，位置从 0 数）是 PAD，mask 让每个 query 都看不到它。"
             "把这个 PAD 换成别的向量，输出的哪些位置会变？",
-            "mask 把被挡住的 key 的分数换成极小的负数，softmax 之后每个 query 给它的权重都是 0：它的 value 乘的是 0，"
+            "mask 把被挡住的 key 的分数换成一个绝对值极大的负数（例如 -1e9），softmax 之后每个 query 给它的权重都是 0：它的 value 乘的是 0，"
             "它的 key 也影响不了别的 key 的权重。换成什么向量，输出都纹丝不动。",
             f"哪些 query 看得到位置 {pad} 的 key/value？", (
                 (list(range(L)), "这个 token 被掩码挡住了：每个 query 给它的权重都是 0，换掉它谁也感觉不到"),
