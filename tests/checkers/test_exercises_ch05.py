@@ -98,6 +98,7 @@ WRONG_5_1 = mistakes_for(check_rows_that_move, [
     ({**RIGHT_5, "mask_key": [1]}, ["第 1 列", "重新分配"]),
     ({**RIGHT_5, "mask_key": [0, 1, 2, 3, 4]}, "query 0 本来就看不到"),
     ({**RIGHT_5, "mask_key": [0, 1]}, "方向反了"),
+    ({**RIGHT_5, "mask_key": [2, 3, 4]}, ["漏了第 1 行", "key 1（它自己）"]),
     ({**RIGHT_5, "change_v": [0, 1, 2, 3, 4]}, "权重是 0"),
     ({**RIGHT_5, "change_v": []}, "加权和会变"),
     ({**RIGHT_5, "change_v": [0, 1, 2, 3]}, "方向反了"),
@@ -271,6 +272,14 @@ def _weights_where_int(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def _weights_times_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores * mask  # blocked scores become 0, not a very small number
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def _weights_in_place(q, k, v, mask=None):
     k.data.mul_(1.0 / math.sqrt(q.size(-1)))  # changes the caller's k
     out, w = weights_ref(q, k * math.sqrt(q.size(-1)), v, mask)
@@ -305,6 +314,11 @@ WRONG_WEIGHTS = mistakes_for(check_attention_weights, [
      ["每个头、每个 query 都不同的掩码", "weights"]),  # assumes every head shares head 1's mask
     (_weights_variant(when="after", zero_blocked=False), "在 softmax 之后才挡"),
     (_weights_variant(when="after"), "在 softmax 之后才挡"),
+    (_weights_times_mask, ["填成了 0", "scores * mask", "填的数不够小"]),
+    (_weights_variant(fill=0.0, zero_blocked=False, invert="~"), ["填成了 0", "不会让 e^score 变成 0"]),
+    (_weights_variant(fill=0.0), ["填成了 0", "填的数不够小"]),  # zeroed after the softmax too: rows sum below 1
+    (_weights_variant(fill=-10.0, zero_blocked=False, invert="~"), ["填了 −10", "不会让 e^score 变成 0"]),
+    (_weights_variant(fill=-10.0), ["填了 −10", "填的数不够小"]),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, None), "没有用上掩码"),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[0], "只返回了一个张量"),
     (lambda q, k, v, mask=None: weights_ref(q, k, v, mask)[::-1], "顺序反了"),

@@ -95,7 +95,9 @@ def _rows(q_at: int, hidden: int, v_at: int) -> Which:
                            f"（第 {hidden} 行及以后）的权重都要重新分配"),
                 (every, f"因果掩码下 query t 只看 key 0..t：query 0 本来就看不到 key {hidden}，不受影响"),
                 (every[:hidden + 1], "因果掩码的方向反了：query t 看的是 key 0..t（自己和前面的），"
-                                     f"看得到 key {hidden} 的是它自己和后面的 query"))),
+                                     f"看得到 key {hidden} 的是它自己和后面的 query"),
+                (every[hidden + 1:], f"漏了第 {hidden} 行：query {hidden} 也看得到 key {hidden}（它自己），"
+                                     f"挡住 key {hidden} 之后它的权重也要重新分配"))),
               "change_v": Ask(
             f"只把 value {v_at} 换成别的向量，哪些输出行会变？", f"query t 看 key 0..t：只有 query {v_at} 及以后看得到 key {v_at}。",
             f"哪些 query 给 value {v_at} 的权重不是 0？", (
@@ -244,7 +246,8 @@ def _name_weights_mistake(out, weights, q, k, v, mask, where):
     expect_shape(weights, ref_w.shape, f"{where}的 weights", hint="(B, h, L, S)：每个 query 一行，每个 key 一列")
     expect_shape(out, ref_out.shape, f"{where}的 output",
                  hint=f"(B, h, L, S) 的权重乘 (B, h, S, d_v) 的 V，最后一维是 d_v = {d_v}，不是 d_k = {d_k}")
-    if _matches(weights, ref_w):
+    if all(torch.allclose(a.detach().double(), b.detach().double(), atol=1e-5, rtol=1e-4)
+           for a, b in ((weights, ref_w), (out, ref_out))):  # expect_close's tolerance: the answer passes this case
         return
     wrongs = [(dict(scale=math.sqrt(d_v)), f"除以了 √d_v：缩放看的是 Query 和 Key 的宽度 d_k = q.size(-1) = {d_k}，"
                                            f"不是 V 的宽度 d_v = {d_v}"),
@@ -258,6 +261,11 @@ def _name_weights_mistake(out, weights, q, k, v, mask, where):
                    (dict(use_mask=False), "没有用上掩码：weights 和不带掩码时一样"),
                    (dict(fill=False), "在 softmax 之后才挡：被挡住的权重是 0 了，可剩下的一行加起来不到 1；"
                                       "要在 softmax 之前把被挡住的分数换成一个很小的数")]
+        small = {0.0: "填成了 0（scores * mask 也是这样）：e^0 = 1", -10.0: "填了 −10：e^−10 ≈ 4.5e-5"}
+        wrongs += [(dict(fill_value=value, zero=zero),
+                    f"被挡住的分数{what}，不是 0。填的数不够小：0 或 −10 不会让 e^score 变成 0，被挡住的 key 仍在 softmax "
+                    "的分母里占一份，分走了别的 key 的权重；要填一个小到 e^score 在浮点数里就等于 0 的数")
+                   for value, what in small.items() for zero in (False, True)]
     name_the_match(weights, ((attend(q.detach(), k.detach(), v.detach(), mask, **{"zero": True, **switches})[1], why)
                              for switches, why in wrongs), prefix=f"{where}：", same=_matches)
     if _matches(weights, ref_w.transpose(-2, -1)):

@@ -107,15 +107,17 @@ def expect_same_gradients(got, want, got_wrt: dict, want_wrt: list, what: str, h
         expect_close(a, b, f"{what}对 {name} 的梯度", hint=hint, **tol)
 
 
-def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, use_mask=True, fill=True, zero=False):
+def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, use_mask=True, fill=True, zero=False,
+           fill_value=-1e9):
     """``(output, weights)`` of attention as the lecture writes it (scores / √d_k, ``masked_fill(mask == 0, -1e9)``,
     softmax over the keys), with the typical mistakes as switches, for naming them: what the scores are divided by
     (``scale``), the softmax's axis (``dim``), the mask inverted or not used, ``fill=False`` (the masked weights only
-    set to 0 after the softmax); ``zero``: the masked weights set to 0 after it as well, as the solutions do."""
+    set to 0 after the softmax), a ``fill_value`` that is not small enough (0 as ``scores * mask`` gives, -10);
+    ``zero``: the masked weights set to 0 after it as well, as the solutions do."""
     scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale)
     keep = None if mask is None or not use_mask else (mask == 0 if invert else mask != 0)  # bool, any mask dtype
     if keep is not None and fill:
-        scores = scores.masked_fill(~keep, -1e9)
+        scores = scores.masked_fill(~keep, fill_value)
     weights = torch.softmax(scores, dim=dim)
     if keep is not None and (zero or not fill):
         weights = weights.masked_fill(~keep, 0.0)
