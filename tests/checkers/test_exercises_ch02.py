@@ -344,7 +344,35 @@ def _stack_masks_first_layer(which):  # review r4 L3: a mask passed in layer 1 o
 
 RIGHT_2_3_STACK = answers_for(check_run_stack, [stack_solution, _stack_keywords])
 
+def _stack_reversed(enc_layers, dec_layers, enc_x, dec_x, masks):  # review r11 L3: top layer first
+    h = enc_x
+    for block in reversed(enc_layers):
+        h = block(h, h, h, masks["src_padding"])
+    y = dec_x
+    for self_attn, cross_attn in reversed(dec_layers):
+        y = self_attn(y, y, y, masks["tgt_padding"] & masks["causal"])
+        y = cross_attn(y, h, h, masks["src_padding"])
+    return y
+
+
+def _stack_cross_where(keep):  # review r11 L3: block 3 run only in the layers keep(n, N) says
+    def fn(enc_layers, dec_layers, enc_x, dec_x, masks):
+        h = enc_x
+        for block in enc_layers:
+            h = block(h, h, h, masks["src_padding"])
+        y = dec_x
+        for n, (self_attn, cross_attn) in enumerate(dec_layers):
+            y = self_attn(y, y, y, masks["tgt_padding"] & masks["causal"])
+            if keep(n, len(dec_layers)):
+                y = cross_attn(y, h, h, masks["src_padding"])
+        return y
+    return fn
+
+
 WRONG_2_3_STACK = mistakes_for(check_run_stack, [
+    (_stack_reversed, "顺序反了"),
+    (_stack_cross_where(lambda n, N: n == N - 1), "只有最后一层做了交叉注意力"),
+    (_stack_cross_where(lambda n, N: n < N - 1), "块 2）的输出"),
     (_stack(memory="same"), "最后一层"),
     (_stack(memory="enc_x"), "编码器的输入 enc_x"),
     (_stack(enc_in="enc_x"), "上一层编码器的输出"),

@@ -181,6 +181,8 @@ def reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, *, mistake=None
     self_mask = {"no_causal": tgt, "no_tgt_padding": causal, "or": tgt | causal}.get(mistake, tgt & causal)
     if mistake == "first_layer_only":  # the chapter's three blocks, copied once
         enc_layers, dec_layers = enc_layers[:1], dec_layers[:1]
+    if mistake == "reversed_layers":  # the last layer of each stack run first
+        enc_layers, dec_layers = enc_layers[::-1], dec_layers[::-1]
 
     def run(block, q, kv, mask):
         out = block(q, kv, kv, mask)
@@ -210,11 +212,18 @@ def reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks, *, mistake=None
             y = run(self_attn, c, c, self_mask)
             continue
         s = run(self_attn, inp, inp, self_mask)
+        last = n == len(dec_layers) - 1
+        if (mistake == "cross_last_only" and not last) or (mistake == "self_output" and last):
+            y = s  # block 3 of this layer left out
+            continue
         y = run(cross_attn, inp if mistake == "cross_query_input" else s, memory, cross_mask)
     return y
 
 
 STACK_MISTAKES = {
+    "reversed_layers": "层的顺序反了：enc_layers[0]、dec_layers[0] 是最下面的第 1 层，要从它开始，一层接一层往上跑",
+    "cross_last_only": "只有最后一层做了交叉注意力：解码器的每一层都是先掩码自注意力、再交叉注意力（块 2 再块 3）",
+    "self_output": "返回的是最后一层掩码自注意力（块 2）的输出：最后一层也要再做交叉注意力（块 3），返回它的输出",
     "cross_same_layer": "第 n 层解码器的交叉注意力用了第 n 层编码器的输出；编码器先把 N 层全部跑完，"
                         "每一层解码器的交叉注意力都用编码器**最后一层**的输出作 K 和 V",
     "cross_enc_x": "交叉注意力的 K、V 用了编码器的输入 enc_x；要用编码器最后一层的输出（已经看过整句源句的表示）",
@@ -326,8 +335,8 @@ def check_run_stack(fn):
         except Mistake as m:  # two masks of different sentences combined in the student's own code
             if "must match the size" not in str(m):
                 raise
-            raise Mistake(f"{m}。提示：两个掩码合不到一起：一个管源句的 key，一个管目标句的位置。交叉注意力的 key 是源句，"
-                          "不需要因果掩码；只有解码器的掩码自注意力要把目标句的两个掩码用 & 合并") from None
+            raise Mistake(f"{m}。提示：两个掩码合不到一起：一个管源句的 key，一个管目标句的位置。"
+                          "只有解码器的掩码自注意力要合并掩码，合并的是目标句自己的两个（padding 和因果）") from None
         with torch.no_grad():
             truth = reference_stack(enc_layers, dec_layers, enc_x, dec_x, masks)
         expect_shape(out, (B, L, d_model), what, named=[
