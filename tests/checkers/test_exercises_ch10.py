@@ -260,6 +260,10 @@ DECODER_WRONG = mistakes_for(check_decoder_mask, [
     (both(decoder_ok, lambda ours, h: theirs_expand(ours, h).float()), ["dtype", "torch.bool"]),
     (both(decoder_ok, lambda ours, h: torch.zeros(theirs_expand(ours, h).shape).masked_fill(theirs_expand(ours, h), -torch.inf)),
      ["加法掩码", "torch.bool"]),  # review r10 L5: a float 0/-inf attn_mask, not a NaN in the student's arithmetic
+    (both(decoder_ok, lambda ours, h: torch.zeros(theirs_expand(ours, h).shape).masked_fill(theirs_expand(ours, h), -1e9)),
+     ["加法掩码", "torch.bool"]),  # review r11 L2: a finite additive mask too
+    (both(lambda ids, p: torch.zeros(decoder_ok(ids, p).shape).masked_fill(~decoder_ok(ids, p), -torch.inf)),
+     ["第一个", "加法掩码", "torch.bool"]),  # review r11 L2: the first mask as an additive one
     (both(decoder_ok, lambda ours, h: mha.masks.to_torch_attn_mask(theirs_expand(~ours, h))), [SHORTCUT, "to_torch_attn_mask"]),
     (lambda ids, p, h: decoder_ok(ids, p), ["只返回了一个掩码", "(ours, theirs)"]),
     (lambda ids, p, h: (decoder_ok(ids, p),), ["两个掩码"]),

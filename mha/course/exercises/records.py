@@ -78,8 +78,9 @@ def check_mask(out, want, where: str, named=(), hint: str = "", bad_hint: str = 
     shape (a shape in ``shapes`` is named, see ``expect_shape``), positions and dtype bool. A wrong mask equal to one
     of ``named`` ``[(mask, why)]`` is named; an inverted one is called inverted; otherwise the first wrong position
     is shown."""
-    if isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isinf(out).any():
-        raise Mistake(f"{where} 是浮点的加法掩码（0 和 -inf）：PyTorch 也收这种写法，但这道题要 dtype 为 torch.bool 的掩码；"
+    if isinstance(out, torch.Tensor) and out.is_floating_point() and (out < 0).any() and \
+            ((out == 0) | (out <= -1e4)).all():  # 0 where allowed, -inf / -1e9 / finfo.min where not
+        raise Mistake(f"{where} 是浮点的加法掩码（0 和一个极大的负数）：PyTorch 也收这种写法，但这道题要 dtype 为 torch.bool 的掩码；"
                       "用比较运算（!=、<=）和 & 直接得到 bool")
     out = expect_tensor(out, where)
     expect_shape(out, want.shape, where, hint=hint, named=shapes)
