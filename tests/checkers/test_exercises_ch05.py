@@ -208,6 +208,7 @@ WRONG_NEW = [(check_dot_product_variance_scaled, a, w) for a, w in [
     ((128, 2, 11.3), "标准差"),
     ((256, 1, 16), "不是 1"),
     ((256, 16, 16), "Var(X / c)"),
+    ((256, 32, 16), ["只除了 √d_k", "除以 d_k = 64"]),  # review r11: the variance divided by sqrt(d_k)
     ((256, 4, 256), "方差本身"),
     ((256, 4, 8), "√d_k"),
     ((256, 4, 4), "要除的数"),

@@ -175,7 +175,9 @@ def check_dot_product_variance_scaled(answer):
                 f"每一项 q_j k_j 的方差是 Var(q_j)·Var(k_j) = {vq * vk:g}"),
             (d * math.sqrt(vq), f"缩放前填了 {raw:g}：用了 q 的标准差 {math.sqrt(vq):g}；每一项的方差是方差之积 Var(q_j)·Var(k_j)")]),
         (scaled, want_scaled, f"除以 √d_k 之后的方差 {scaled:g} 不对。提示：Var(X / c) = Var(X) / c²，这里 c = √{d}", [
-            (1.0, f"除以 √d_k 之后的方差不是 1：√d_k 只除掉了项数 d_k 带来的增长，分量本身的方差 {vq * vk:g} 还在")]),
+            (1.0, f"除以 √d_k 之后的方差不是 1：√d_k 只除掉了项数 d_k 带来的增长，分量本身的方差 {vq * vk:g} 还在"),
+            (want_raw / math.sqrt(d), f"除以 √d_k 之后的方差填了 {scaled:g}：方差只除了 √d_k；除以 c 时方差除以 c²，"
+                                      f"这里是除以 d_k = {d}")]),
         (divisor, want_div, f"要除的数 {divisor:g} 不对。提示：让 Var(q·k / c) = Var(q·k) / c² 等于 1", [
             (want_raw, f"要除的数填了 {divisor:g}：那是方差本身；除以 c 时方差除以 c²，所以 c 是方差的平方根"),
             (math.sqrt(d), f"要除的数填了 √d_k = {divisor:g}：那只够让方差为 1 的输入回到 1；这里还要除掉 √({vq * vk:g})")])]:
